@@ -1,0 +1,32 @@
+#!/bin/sh
+# One set-up for everyone: README, Makefile and CI all call this script.
+# Installs the Debian packages vdsogen needs (when missing) and makes
+# .venv with the project installed editable.
+set -eu
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PKGS="python3-jinja2 python3-pyelftools python3-pytest python3-hypothesis
+python3-setuptools python3-venv python3-pip
+clang-19 lld-19 llvm-19 qemu-user-static make
+gcc libc6-dev
+gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross"
+
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	echo "  SETUP   apt-get install$missing"
+	SUDO=""
+	[ "$(id -u)" -eq 0 ] || SUDO=sudo
+	export DEBIAN_FRONTEND=noninteractive
+	$SUDO apt-get update -qq
+	$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+if [ ! -x "$ROOT/.venv/bin/vdsogen" ]; then
+	echo "  SETUP   .venv"
+	/usr/bin/python3 -m venv --system-site-packages "$ROOT/.venv"
+	"$ROOT/.venv/bin/python" -m pip install -q --no-deps --no-build-isolation -e "$ROOT"
+fi

@@ -1,0 +1,5 @@
+import sys
+
+from vdsogen.cli import main
+
+sys.exit(main())

@@ -1,0 +1,94 @@
+"""vdsogen's command line."""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from vdsogen import __version__
+from vdsogen.errors import VdsogenError
+from vdsogen.model import list_targets, load_target
+
+
+def _targets(text):
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("no target given")
+    return names
+
+
+def cmd_list(args):
+    for name in list_targets():
+        t = load_target(name)
+        print(f"{name:<10} {t.soname:<18} {', '.join(t.versions):<14} {t.description}")
+    return 0
+
+
+def cmd_build(args):
+    from vdsogen.build import build_target
+    from vdsogen.check import build_validator
+
+    targets = [load_target(n) for n in args.arch]   # every spec is checked before anything builds
+    out = Path(args.out)
+    for t in targets:
+        outdir = out / t.name if len(targets) > 1 else out
+        build_target(t, outdir, validate=build_validator)
+    return 0
+
+
+def cmd_check(args):
+    from vdsogen.check import check_file
+
+    return check_file(load_target(args.arch), args.file, fmt=args.format)
+
+
+def cmd_test(args):
+    from vdsogen.harness import run_tests
+
+    return run_tests(load_target(args.arch), args.image, workdir=args.workdir)
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="vdsogen", description="Generate, validate and test Linux vDSO images.")
+    p.add_argument("--version", action="version", version=f"vdsogen {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("list", help="list the targets in specs/")
+    s.set_defaults(func=cmd_list)
+
+    s = sub.add_parser("build", help="build vDSO images")
+    s.add_argument("--arch", required=True, type=_targets, metavar="T[,T...]")
+    s.add_argument("--out", required=True, metavar="DIR")
+    s.set_defaults(func=cmd_build)
+
+    s = sub.add_parser("check", help="validate an image against its target spec")
+    s.add_argument("--arch", required=True, metavar="T")
+    s.add_argument("--format", choices=("text", "json"), default="text")
+    s.add_argument("file", metavar="FILE")
+    s.set_defaults(func=cmd_check)
+
+    s = sub.add_parser("test", help="run an image in the harness")
+    s.add_argument("--arch", required=True, metavar="T")
+    s.add_argument("--image", metavar="FILE", help="image to test (default: build one)")
+    s.add_argument("--workdir", metavar="DIR", help="where to build (default: a temporary directory)")
+    s.set_defaults(func=cmd_test)
+    return p
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except VdsogenError as e:
+        print(f"vdsogen: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `vdsogen rules | head` closed our stdout: not an error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

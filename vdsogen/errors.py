@@ -1,0 +1,40 @@
+"""Errors that reach the user as one clear line and an exit code, never a traceback."""
+
+
+class VdsogenError(Exception):
+    """Base class; `exit_code` is what the CLI returns."""
+
+    exit_code = 2
+
+
+class SpecError(VdsogenError):
+    """A spec or layout file is unusable: names the file and the key."""
+
+    def __init__(self, path, key, message):
+        self.path = str(path)
+        self.key = key
+        self.message = message
+        where = f"{self.path}: {key}" if key else self.path
+        super().__init__(f"{where}: {message}")
+
+
+class ImageError(VdsogenError):
+    """An ELF image cannot be read: names the file and, where known, the offset."""
+
+    def __init__(self, path, message, offset=None):
+        self.path = str(path)
+        self.offset = offset
+        where = self.path if offset is None else f"{self.path} @0x{offset:x}"
+        super().__init__(f"{where}: {message}")
+
+
+class BuildError(VdsogenError):
+    """The toolchain failed or is missing."""
+
+    exit_code = 1
+
+
+class HarnessError(VdsogenError):
+    """The harness could not be built or started."""
+
+    exit_code = 1

@@ -1,0 +1,267 @@
+"""Data-page layouts: the structures the kernel's timekeeper writes, as data.
+
+A layout file (specs/layouts/NAME.toml) declares structs (fields, types,
+order), the pages below the vDSO text and what each holds, and how the time
+core reaches the data it needs.  Offsets are computed here with C's natural
+alignment; the generated header re-checks each one with _Static_assert.
+"""
+
+from dataclasses import dataclass
+
+from vdsogen import paths
+from vdsogen.schema import C_IDENT, Table, load_toml
+
+SCALARS = {
+    "u8": (1, "uint8_t"), "u16": (2, "uint16_t"), "u32": (4, "uint32_t"), "u64": (8, "uint64_t"),
+    "s8": (1, "int8_t"), "s16": (2, "int16_t"), "s32": (4, "int32_t"), "s64": (8, "int64_t"),
+}
+
+# Roles a page may play, in Linux's generic data store vocabulary.
+PAGE_ROLES = ("time", "timens", "rng", "arch", "pvclock", "hvclock", "reserved")
+
+# What the generic time core needs of one clock record, with the scalar type
+# each field must have.  `basetime` is an array of a {sec, nsec} struct.
+CLOCK_FIELDS = {"seq": "u32", "clock_mode": "s32", "cycle_last": "u64",
+                "mask": "u64", "mult": "u32", "shift": "u32"}
+CLOCK_OPTIONAL = {"max_cycles": "u64"}
+TIME_DATA_ACCESS = {"tz_minuteswest": "s32", "tz_dsttime": "s32", "hrtimer_res": "u32"}
+MIN_BASES = 12  # CLOCK_TAI + 1
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: str          # a scalar name or a struct name
+    count: int         # 0 for a plain member, else array length
+    offset: int
+    size: int          # whole member, all elements
+    ctype: str         # C spelling of the element type
+
+    @property
+    def is_array(self):
+        return self.count > 0
+
+
+@dataclass(frozen=True)
+class Struct:
+    name: str
+    fields: tuple
+    size: int
+    align: int
+    min_align: int     # the layout's own alignment demand (cache line, say)
+    comment: str
+
+    def field(self, name):
+        for f in self.fields:
+            if f.name == name:
+                return f
+        return None
+
+
+@dataclass(frozen=True)
+class Page:
+    index: int
+    role: str
+    struct: str | None
+    symbol: str | None
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str
+    path: str
+    description: str
+    structs: tuple           # in declaration order, dependencies first
+    pages: tuple
+    time_struct: str         # struct on the time page
+    clock_struct: str        # element type of the clocks array
+    clocks_member: str       # member of time_struct holding [hres/coarse, raw]
+    access: dict             # datum -> C member path from time_struct
+
+    def struct(self, name):
+        for s in self.structs:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def page(self, role):
+        for p in self.pages:
+            if p.role == role:
+                return p
+        return None
+
+    @property
+    def page_count(self):
+        return len(self.pages)
+
+    @property
+    def has_max_cycles(self):
+        return self.struct(self.clock_struct).field("max_cycles") is not None
+
+    @property
+    def has_timens(self):
+        return self.page("timens") is not None
+
+    def field_offset(self, struct_name, path):
+        """Byte offset of a dotted member path such as 'clock_data[1].basetime[4].sec'."""
+        offset = 0
+        struct = self.struct(struct_name)
+        for part in path.split("."):
+            name, _, index = part.partition("[")
+            f = struct.field(name)
+            offset += f.offset
+            if index:
+                offset += int(index.rstrip("]")) * (f.size // f.count)
+            if f.type in SCALARS:
+                continue
+            struct = self.struct(f.type)
+        return offset
+
+
+def layout_path(name):
+    return paths.LAYOUTS / f"{name}.toml"
+
+
+def load_layout(name, _chain=()):
+    path = layout_path(name)
+    if name in _chain:
+        Table(path, {}).error("extends", f"circular extends through {' -> '.join(_chain + (name,))}")
+    top = Table(path, load_toml(path))
+    description = top.str("description", "")
+    base = None
+    if top.has("extends"):
+        parent = top.str("extends")
+        if not layout_path(parent).is_file():
+            top.error("extends", f"no layout named {parent!r} in {paths.LAYOUTS}")
+        base = load_layout(parent, _chain + (name,))
+
+    raw_structs = {}
+    order = []
+    if base is not None:
+        # Rebuild the parent's structs so that overriding one (a clock
+        # record with max_cycles, say) moves every struct that embeds it.
+        anchor = Table(base.path, {}, "struct")
+        for s in base.structs:
+            raw_structs[s.name] = (s.name, [(f.name, f.type, f.count, anchor) for f in s.fields],
+                                   s.min_align, s.comment, anchor, True)
+            order.append(s.name)
+    for t in top.tables("struct", []):
+        sname = t.ident("name")
+        if sname in SCALARS:
+            t.error("name", f"{sname!r} is a scalar type name")
+        fields = []
+        for ft in t.tables("fields"):
+            fields.append((ft.ident("name"), ft.str("type"), ft.int("count", 0, lo=0, hi=4096), ft))
+            ft.done()
+        if not fields:
+            t.error("fields", "a struct needs at least one field")
+        spec = (sname, fields, t.int("align", 0, lo=0, hi=4096), t.str("comment", ""), t, False)
+        t.done()
+        if sname in raw_structs and not raw_structs[sname][5]:
+            t.error("name", f"struct {sname!r} declared twice")
+        raw_structs[sname] = spec
+        if sname not in order:
+            order.append(sname)
+
+    structs = {}
+
+    def build(sname):
+        sname, fields, align_min, comment, t, _inherited = raw_structs[sname]
+        offset, align, out, seen = 0, max(align_min, 1), [], set()
+        for i, (fname, ftype, count, ft) in enumerate(fields):
+            if fname in seen:
+                ft.error("name", f"field {fname!r} declared twice in struct {sname}")
+            seen.add(fname)
+            if ftype in SCALARS:
+                esize, ctype = SCALARS[ftype]
+                ealign = esize
+            elif ftype in structs:
+                sub = structs[ftype]
+                esize, ealign, ctype = sub.size, sub.align, f"struct {ftype}"
+            else:
+                ft.error("type", f"unknown type {ftype!r} (a scalar or a struct declared earlier)")
+            offset = -(-offset // ealign) * ealign
+            size = esize * max(count, 1)
+            out.append(Field(fname, ftype, count, offset, size, ctype))
+            offset += size
+            align = max(align, ealign)
+        size = -(-offset // align) * align
+        return Struct(sname, tuple(out), size, align, align_min, comment)
+
+    for sname in order:
+        structs[sname] = build(sname)
+
+    if top.has("page") or base is None:
+        pages = []
+        for i, pt in enumerate(top.tables("page")):
+            role = pt.str("role", choices=PAGE_ROLES)
+            struct = pt.str("struct", None)
+            if struct is not None and struct not in structs:
+                pt.error("struct", f"unknown struct {struct!r}")
+            symbol = pt.ident("symbol", None)
+            pt.done()
+            if role != "reserved" and any(p.role == role for p in pages):
+                pt.error("role", f"role {role!r} given to two pages")
+            pages.append(Page(i, role, struct, symbol))
+        pages = tuple(pages)
+    else:
+        pages = base.pages
+
+    time_page = next((p for p in pages if p.role == "time"), None)
+    if time_page is None or time_page.struct is None or time_page.symbol is None:
+        top.error("page", "a layout needs a 'time' page with a struct and a symbol")
+
+    if top.has("access") or base is None:
+        at = top.table("access")
+        access = {"clocks": at.str("clocks")}
+        for datum in TIME_DATA_ACCESS:
+            access[datum] = at.str(datum)
+        at.done()
+    else:
+        access = dict(base.access)
+    top.done()
+
+    layout = _check_access(path, name, description, tuple(structs.values()), pages, time_page, access)
+    return layout
+
+
+def _check_access(path, name, description, structs, pages, time_page, access):
+    bynames = {s.name: s for s in structs}
+    time_struct = bynames[time_page.struct]
+    err = Table(path, {}, "access").error
+
+    def resolve(datum, member_path):
+        struct, f = time_struct, None
+        for part in member_path.split("."):
+            fname, _, index = part.partition("[")
+            if struct is None or not C_IDENT.match(fname):
+                err(datum, f"{member_path!r} is not a member path of struct {time_struct.name}")
+            f = struct.field(fname)
+            if f is None:
+                err(datum, f"struct {struct.name} has no member {fname!r}")
+            if index:
+                if not f.is_array or not index.rstrip("]").isdigit() or int(index.rstrip("]")) >= f.count:
+                    err(datum, f"bad index in {member_path!r}")
+            struct = bynames.get(f.type)
+        return f
+
+    clocks = resolve("clocks", access["clocks"])
+    if not clocks.is_array or clocks.count < 2 or clocks.type in SCALARS:
+        err("clocks", "must name an array of at least 2 clock structs ([0] hres/coarse, [1] raw)")
+    clock = bynames[clocks.type]
+    for fname, ftype in {**CLOCK_FIELDS, **CLOCK_OPTIONAL}.items():
+        f = clock.field(fname)
+        if f is None and fname in CLOCK_OPTIONAL:
+            continue
+        if f is None or f.type != ftype or f.is_array:
+            err("clocks", f"clock struct {clock.name} needs member {fname} of type {ftype}")
+    bt = clock.field("basetime")
+    ts = bynames.get(bt.type) if bt else None
+    if bt is None or ts is None or bt.count < MIN_BASES or [(f.name, f.type) for f in ts.fields] != [("sec", "u64"), ("nsec", "u64")]:
+        err("clocks", f"clock struct {clock.name} needs basetime[{MIN_BASES}] of a {{sec: u64, nsec: u64}} struct")
+    for datum, ftype in TIME_DATA_ACCESS.items():
+        f = resolve(datum, access[datum])
+        if f.type != ftype or f.is_array:
+            err(datum, f"{access[datum]!r} must be a {ftype}")
+    return Layout(name, str(path), description, structs, pages, time_struct.name, clock.name,
+                  access["clocks"], access)

@@ -1,0 +1,98 @@
+"""Writers: the model rendered through templates/ and arch/ into sources.
+
+One template per output; arch fragments are included by name from the
+spec.  Only the model's public attributes reach the templates.
+"""
+
+import os
+
+import jinja2
+
+from vdsogen import paths
+from vdsogen.errors import SpecError
+from vdsogen.fsutil import write_atomic
+
+
+def _relpath(p):
+    try:
+        return os.path.relpath(p, paths.ROOT)
+    except ValueError:
+        return str(p)
+
+
+def environment(target):
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader([str(paths.TEMPLATES), str(paths.ROOT)]),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters["relpath"] = _relpath
+
+    def fail(key, message):
+        raise SpecError(target.path, key, message)
+
+    env.globals["fail"] = fail
+    return env
+
+
+def _context(target):
+    dp = target.datapage
+    impls = []
+    for e in target.core_exports:
+        if e.impl not in impls:
+            impls.append(e.impl)
+    return {
+        "target": target,
+        "dp": dp,
+        "layout": dp.layout,
+        "params": target.counter.params,
+        "impls": impls,
+    }
+
+
+def sources(target):
+    """[(file name, text)] for one target, in build order."""
+    env = environment(target)
+    ctx = _context(target)
+
+    def render(name, **extra):
+        try:
+            return env.get_template(name).render(**ctx, **extra)
+        except jinja2.TemplateError as e:
+            where = getattr(e, "filename", None) or name
+            line = getattr(e, "lineno", None)
+            raise SpecError(_relpath(where) + (f":{line}" if line else ""), None,
+                            f"template error: {e.message}") from None
+
+    out = [
+        ("datapage.h", render("datapage.h.j2")),
+        ("vdso_arch.h", render("vdso_arch.h.j2")),
+        ("vdso_core.h", render("vdso_core.h.j2")),
+        ("vdso.c", render("vdso.c.j2")),
+        ("note.S", render("note.S.j2")),
+    ]
+    if target.entry_style == "asm":
+        out.append(("entry.S", render(target.fragment("entry.S.j2"))))
+    for e in target.arch_exports:
+        out.append((f"impl-{e.impl}.S", render(target.fragment(f"impl-{e.impl}.S.j2"), e=e)))
+    for t in target.trampolines:
+        out.append((f"{t.fragment}.S", render(target.fragment(f"{t.fragment}.S.j2"), t=t,
+                                              nr=target.syscall(t.syscall))))
+    out.append(("vdso.lds", render("vdso.lds.j2")))
+    return out
+
+
+def harness_header(target):
+    env = environment(target)
+    return env.get_template("harness_target.h.j2").render(**_context(target))
+
+
+def write_sources(target, srcdir):
+    srcdir.mkdir(parents=True, exist_ok=True)
+    files = sources(target)
+    for name, text in files:
+        write_atomic(srcdir / name, text.encode())
+    return [srcdir / name for name, _ in files]

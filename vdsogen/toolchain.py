@@ -1,0 +1,120 @@
+"""The toolchain driver: compiles and links rendered sources into an image.
+
+Kernel conventions: LLVM=1 (or LLVM=-19, LLVM=/path/) selects clang and lld
+with the kernel's meaning; CROSS_COMPILE=prefix- without LLVM selects the
+GNU cross toolchain; neither selects clang-19 with lld-19.  V=1 prints
+every command instead of the one-line summaries.
+"""
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from vdsogen.errors import BuildError
+
+DEFAULT_LLVM_SUFFIX = "-19"
+
+COMMON_CFLAGS = (
+    "-std=gnu11", "-O2", "-g", "-fPIC", "-ffreestanding", "-fno-builtin",
+    "-fno-stack-protector", "-fno-jump-tables", "-fno-common",
+    "-Wall", "-Wextra", "-Wmissing-prototypes", "-Werror",
+)
+
+
+@dataclass(frozen=True)
+class Tools:
+    kind: str          # "llvm" or "gnu"
+    cc: tuple          # compiler driver and target selection
+    ld: tuple          # extra driver flags that select the linker
+    objcopy: str
+    describe: str
+
+
+def select_tools(target, env=None):
+    env = os.environ if env is None else env
+    llvm = env.get("LLVM", "")
+    cross = env.get("CROSS_COMPILE", "")
+    tc = target.toolchain
+    if llvm or not cross:
+        if llvm in ("", "0"):
+            prefix, suffix = "", DEFAULT_LLVM_SUFFIX
+        elif llvm == "1":
+            prefix, suffix = "", ""
+        elif llvm.startswith("-"):
+            prefix, suffix = "", llvm
+        else:
+            prefix, suffix = llvm if llvm.endswith("/") else llvm + "/", ""
+        cc = f"{prefix}clang{suffix}"
+        return Tools("llvm", (cc, f"--target={tc.clang_target}"),
+                     (f"--ld-path={prefix}ld.lld{suffix}",), f"{prefix}llvm-objcopy{suffix}",
+                     f"{cc} + ld.lld{suffix}")
+    return Tools("gnu", (f"{cross}gcc",), (), f"{cross}objcopy", f"{cross}gcc + {cross}ld")
+
+
+def _require(program):
+    if shutil.which(program) is None:
+        raise BuildError(f"{program}: not found (run scripts/setup.sh, or set LLVM= / CROSS_COMPILE=)")
+
+
+class Builder:
+    def __init__(self, target, env=None, verbose=None, stream=None):
+        env = os.environ if env is None else env
+        self.target = target
+        self.tools = select_tools(target, env)
+        self.verbose = (env.get("V", "0") not in ("", "0")) if verbose is None else verbose
+        self.stream = stream or sys.stdout
+
+    def log(self, tag, path, argv=None):
+        if self.verbose and argv is not None:
+            print(shlex.join(argv), file=self.stream, flush=True)
+        else:
+            print(f"  {tag:<7} {_short(path)}", file=self.stream, flush=True)
+
+    def run(self, tag, path, argv):
+        self.log(tag, path, argv)
+        _require(argv[0])
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if proc.returncode != 0:
+            raise BuildError(f"{tag} {_short(path)} failed ({argv[0]} exit {proc.returncode}):\n"
+                             + proc.stdout.rstrip())
+        if proc.stdout.strip():
+            # Generated code must build without a word from the compiler.
+            raise BuildError(f"{tag} {_short(path)}: unexpected toolchain output:\n" + proc.stdout.rstrip())
+
+    def cflags(self):
+        t = self.target
+        unwind = (("-fasynchronous-unwind-tables",) if t.elf.eh_frame
+                  else ("-fno-asynchronous-unwind-tables", "-fno-unwind-tables"))
+        return COMMON_CFLAGS + unwind + t.toolchain.cflags
+
+    def compile(self, src, obj):
+        tag = "AS" if src.suffix == ".S" else "CC"
+        argv = [*self.tools.cc, *self.cflags(), "-I", str(src.parent), "-c", str(src), "-o", str(obj)]
+        self.run(tag, obj, argv)
+
+    def link(self, objs, script, out):
+        t = self.target
+        argv = [*self.tools.cc, *self.tools.ld, "-nostdlib", "-shared",
+                f"-Wl,-T,{script}", "-Wl,--hash-style=both", "-Wl,--build-id=sha1",
+                f"-Wl,-soname={t.soname}", "-Wl,-z,noexecstack", "-Wl,-z,defs",
+                "-Wl,--no-undefined", f"-Wl,-z,max-page-size={t.datapage.page_size}",
+                f"-Wl,-z,common-page-size={t.datapage.page_size}"]
+        if t.elf.eh_frame:
+            argv.append("-Wl,--eh-frame-hdr")
+        argv += [f"-Wl,{f}" for f in t.toolchain.ldflags]
+        argv += [str(o) for o in objs] + ["-o", str(out)]
+        self.run("LD", out, argv)
+
+    def strip(self, dbg, out):
+        # -S keeps the section headers: consumers find .dynsym and the build-id through them.
+        self.run("OBJCOPY", out, [self.tools.objcopy, "-S", str(dbg), str(out)])
+
+
+def _short(path):
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
