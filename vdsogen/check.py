@@ -1,5 +1,62 @@
-"""Validation entry points (rule engine to follow in the next commit)."""
+"""`vdsogen check`: the rule engine plus the target spec's own expectations."""
+
+import json
+import sys
+
+from vdsogen import rules
+from vdsogen.elf import ElfImage
+
+
+def expect_from_target(target):
+    exports = {name: (version, binding) for name, version, binding in target.symbols()}
+    return rules.Expect(
+        abi=target.name, elf_class=target.elf.elf_class, endian=target.elf.endian,
+        machine=target.elf.machine, soname=target.soname, versions=target.versions,
+        exports=exports,
+        trampolines=tuple((t.name, t.lead, t.words) for t in target.trampolines),
+        page_size=target.datapage.page_size, data_pages=target.datapage.pages)
+
+
+def check_image(target, path, profile="linux"):
+    image = ElfImage(path)
+    return rules.run(rules.Context(image, expect_from_target(target), profile))
+
+
+def errors(findings):
+    return [f for f in findings if f.severity == "error"]
 
 
 def build_validator(target, so, dbg):
-    return []
+    """Error lines for a freshly built image (stripped and unstripped)."""
+    out = []
+    for path in (so, dbg):
+        out += [format_finding(f, path) for f in errors(check_image(target, path))]
+    return out
+
+
+def format_finding(f, path=None):
+    prefix = f"{path}: " if path else ""
+    return f"{prefix}{f.rule} {f.severity:<7} {f.where}: {f.message}"
+
+
+def print_report(path, findings, fmt="text", stream=None, extra=None):
+    stream = stream or sys.stdout
+    if fmt == "json":
+        doc = {"file": str(path), "findings": [f.as_dict() for f in findings],
+               "errors": len(errors(findings)),
+               "warnings": sum(f.severity == "warning" for f in findings)}
+        doc.update(extra or {})
+        json.dump(doc, stream, indent=2)
+        stream.write("\n")
+        return
+    for f in findings:
+        print(format_finding(f, path), file=stream)
+    n_err = len(errors(findings))
+    n_warn = sum(f.severity == "warning" for f in findings)
+    print(f"{path}: {n_err} error(s), {n_warn} warning(s)", file=stream)
+
+
+def check_file(target, path, fmt="text"):
+    findings = check_image(target, path)
+    print_report(path, findings, fmt)
+    return 1 if errors(findings) else 0

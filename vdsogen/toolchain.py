@@ -114,7 +114,6 @@ class Builder:
 
 
 def _short(path):
-    try:
-        return os.path.relpath(path)
-    except ValueError:
-        return str(path)
+    """Path as the kernel prints it: relative below the current directory, else absolute."""
+    rel = os.path.relpath(path)
+    return str(path) if rel.startswith("..") else rel
