@@ -255,7 +255,7 @@ class ElfImage:
                 raise ValueError("section headers run past the end of the file")
             for i, sec in enumerate(elf.iter_sections()):
                 hdr = sec.header
-                name = sec.name if self.e_shstrndx < self.e_shnum else ""
+                name = sec.name if 0 < self.e_shstrndx < self.e_shnum else ""
                 self.sections.append(Section(
                     i, name, self._raw_sh_type(i), hdr["sh_flags"], hdr["sh_addr"], hdr["sh_offset"],
                     hdr["sh_size"], hdr["sh_link"], hdr["sh_info"], hdr["sh_entsize"],

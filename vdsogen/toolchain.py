@@ -95,7 +95,8 @@ class Builder:
         argv = [*self.tools.cc, *self.cflags(), "-I", str(src.parent), "-c", str(src), "-o", str(obj)]
         self.run(tag, obj, argv)
 
-    def link(self, objs, script, out):
+    def link(self, objs, script, out, drop=()):
+        """Link; `drop` removes -Wl, options (tests build careless images with it)."""
         t = self.target
         argv = [*self.tools.cc, *self.tools.ld, "-nostdlib", "-shared",
                 f"-Wl,-T,{script}", "-Wl,--hash-style=both", "-Wl,--build-id=sha1",
@@ -105,6 +106,7 @@ class Builder:
         if t.elf.eh_frame:
             argv.append("-Wl,--eh-frame-hdr")
         argv += [f"-Wl,{f}" for f in t.toolchain.ldflags]
+        argv = [a for a in argv if not any(a == f"-Wl,{d}" for d in drop)]
         argv += [str(o) for o in objs] + ["-o", str(out)]
         self.run("LD", out, argv)
 

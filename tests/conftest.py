@@ -1,0 +1,44 @@
+import io
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from vdsogen.build import build_target  # noqa: E402
+from vdsogen.check import build_validator  # noqa: E402
+from vdsogen.model import load_target  # noqa: E402
+from vdsogen.toolchain import Builder  # noqa: E402
+
+TARGETS = ("x86_64", "arm64", "ppc64le")
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """built(name) -> (target, vdso.so, vdso.so.dbg), each target built once per session."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            target = load_target(name)
+            out = tmp_path_factory.mktemp(f"img-{name}")
+            so, dbg = build_target(target, out, builder=Builder(target, stream=io.StringIO()),
+                                   validate=build_validator)
+            cache[name] = (target, so, dbg)
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture
+def project_copy(tmp_path):
+    """A private copy of specs/, arch/ and templates/ to break, used through VDSOGEN_ROOT."""
+    root = tmp_path / "root"
+    for d in ("specs", "arch", "templates", "harness"):
+        if (ROOT / d).exists():
+            shutil.copytree(ROOT / d, root / d)
+    return root
