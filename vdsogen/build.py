@@ -8,19 +8,22 @@ images from an earlier build are removed first.
 from pathlib import Path
 
 from vdsogen.errors import BuildError
-from vdsogen.fsutil import remove_quietly
-from vdsogen.render import write_sources
+from vdsogen.fsutil import remove_quietly, write_atomic
+from vdsogen.render import sources
 from vdsogen.toolchain import Builder
 
 
-def build_target(target, outdir, builder=None, validate=None):
+def build_target(target, outdir, builder=None, validate=None, files=None):
     """Build `target` into outdir; returns (vdso.so, vdso.so.dbg).
 
+    `files` are the rendered sources (rendered here when None: a template
+    error then stops the build before anything is written).
     `validate(target, so, dbg)` returns a list of error strings; any error
     fails the build.
     """
     outdir = Path(outdir)
     builder = builder or Builder(target)
+    files = sources(target) if files is None else files
     outdir.mkdir(parents=True, exist_ok=True)
     final_so, final_dbg = outdir / "vdso.so", outdir / "vdso.so.dbg"
     remove_quietly(final_so)
@@ -28,10 +31,14 @@ def build_target(target, outdir, builder=None, validate=None):
 
     srcdir, objdir = outdir / "src", outdir / "obj"
     builder.log("GEN", srcdir)
-    files = write_sources(target, srcdir)
+    srcdir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, text in files:
+        write_atomic(srcdir / name, text.encode())
+        paths.append(srcdir / name)
     objdir.mkdir(parents=True, exist_ok=True)
     objs = []
-    for src in files:
+    for src in paths:
         if src.suffix in (".c", ".S"):
             obj = objdir / (src.stem + ".o")
             builder.compile(src, obj)

@@ -27,12 +27,15 @@ def cmd_list(args):
 def cmd_build(args):
     from vdsogen.build import build_target
     from vdsogen.check import build_validator
+    from vdsogen.render import sources
 
-    targets = [load_target(n) for n in args.arch]   # every spec is checked before anything builds
+    # Every spec is loaded and rendered before anything is written.
+    targets = [load_target(n) for n in args.arch]
+    rendered = [(t, sources(t)) for t in targets]
     out = Path(args.out)
-    for t in targets:
+    for t, files in rendered:
         outdir = out / t.name if len(targets) > 1 else out
-        build_target(t, outdir, validate=build_validator)
+        build_target(t, outdir, validate=build_validator, files=files)
     return 0
 
 

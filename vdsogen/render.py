@@ -10,7 +10,6 @@ import jinja2
 
 from vdsogen import paths
 from vdsogen.errors import SpecError
-from vdsogen.fsutil import write_atomic
 
 
 def _relpath(p):
@@ -89,10 +88,3 @@ def harness_header(target):
     env = environment(target)
     return env.get_template("harness_target.h.j2").render(**_context(target))
 
-
-def write_sources(target, srcdir):
-    srcdir.mkdir(parents=True, exist_ok=True)
-    files = sources(target)
-    for name, text in files:
-        write_atomic(srcdir / name, text.encode())
-    return [srcdir / name for name, _ in files]

@@ -1,0 +1,95 @@
+"""Broken specs and layouts: a clear error naming file and key, exit 2,
+no traceback, nothing written."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+
+def run_cli(root, *args):
+    env = dict(os.environ, VDSOGEN_ROOT=str(root))
+    return subprocess.run([sys.executable, "-m", "vdsogen", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def edit(path, old, new, count=1):
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, count))
+
+
+CASES = [
+    # (file, old text, new text, expected key, expected message fragment)
+    ("specs/x86_64.toml", 'eh_frame = true', 'eh_frame = true\ncolour = "red"', "elf.colour", "unknown key"),
+    ("specs/x86_64.toml", 'soname = "linux-vdso.so.1"\n', "", "elf.soname", "missing required key"),
+    ("specs/x86_64.toml", "class = 64", 'class = "64"', "elf.class", "expected an integer, got string"),
+    ("specs/x86_64.toml", "eh_frame = true", "eh_frame = 1", "elf.eh_frame", "expected a boolean"),
+    ("specs/x86_64.toml", 'name = "__vdso_time"', 'name = "__vdso-time"', "export[2].name", "not a C identifier"),
+    ("specs/x86_64.toml", "clock_gettime = 228", "clock_gettime = 99999", "syscall.numbers.clock_gettime",
+     "out of range"),
+    ("specs/x86_64.toml", "clock_gettime = 228", "clock_gettime = -1", "syscall.numbers.clock_gettime",
+     "out of range"),
+    ("specs/x86_64.toml", '[[version]]\nname = "LINUX_2.6"\n', '[[version]]\nname = "LINUX_2.6"\n\n[[version]]\nname = "LINUX_9"\n',
+     "version[1].name", "not used by any export"),
+    ("specs/x86_64.toml", 'impl = "clock_gettime"', 'impl = "frobnicate"', "export[0].impl", "no implementation"),
+    ("specs/x86_64.toml", 'version = "LINUX_2.6"', 'version = "LINUX_2.7"', "export[0].version",
+     "unknown version node"),
+    ("specs/x86_64.toml", "getcpu = 309\n", "", "syscall.numbers.getcpu", "missing"),
+    ("specs/x86_64.toml", 'aliases = ["time"]', 'aliases = ["clock_gettime"]', "export[2].aliases[0]",
+     "exported twice"),
+    ("specs/x86_64.toml", "page_size = 4096", "page_size = 5000", "datapage.page_size", "not a power of two"),
+    ("specs/x86_64.toml", "pages = 6", "pages = 4", "datapage.pages", "needs 6 pages"),
+    ("specs/x86_64.toml", 'ordered = "rdtscp"', 'ordered = "rdtsc"', "counter.params.ordered", "must be"),
+    ("specs/x86_64.toml", 'fragment = "rdtsc"', 'fragment = "hpet"', "counter.fragment", "no fragment"),
+    ("specs/x86_64.toml", "[elf]", "[elf\n", None, "invalid TOML"),
+    ("specs/layouts/linux-6.17.toml", '{ name = "mult", type = "u32" },', '{ name = "mult", type = "u31" },',
+     "struct[1].fields[4].type", "unknown type"),
+    ("specs/layouts/linux-6.17-x86.toml", '    { name = "shift", type = "u32" },\n', "",
+     "access.clocks", "needs member shift"),
+    ("specs/layouts/linux-6.17.toml", 'tz_dsttime = "tz_dsttime"', 'tz_dsttime = "tz_dstime"',
+     "access.tz_dsttime", "no member"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[3] or c[4] for c in CASES])
+def test_broken_spec(project_copy, tmp_path, case):
+    rel, old, new, key, message = case
+    edit(project_copy / rel, old, new)
+    out = tmp_path / "out"
+    proc = run_cli(project_copy, "build", "--arch=x86_64", f"--out={out}")
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    line = proc.stderr.strip()
+    assert len(line.splitlines()) == 1, line
+    assert rel in line
+    if key:
+        assert re.search(re.escape(f": {key}: "), line), line
+    assert message in line
+    assert not out.exists(), "a failed spec must not write anything"
+
+
+def test_unknown_target(tmp_path):
+    proc = run_cli(ROOT, "build", "--arch=vax", f"--out={tmp_path / 'o'}")
+    assert proc.returncode == 2
+    assert "no spec for target 'vax'" in proc.stderr and "x86_64" in proc.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_one_bad_spec_stops_every_target(project_copy, tmp_path):
+    edit(project_copy / "specs/x86_64.toml", "class = 64", "class = 63")
+    proc = run_cli(project_copy, "build", "--arch=arm64,x86_64", f"--out={tmp_path / 'o'}")
+    assert proc.returncode == 2 and "elf.class: must be 32 or 64" in proc.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_every_shipped_spec_loads():
+    from vdsogen.model import list_targets, load_target
+    names = list_targets()
+    assert {"x86_64", "arm64", "ppc64le"} <= set(names)
+    for n in names:
+        load_target(n)
