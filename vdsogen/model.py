@@ -117,6 +117,7 @@ class Toolchain:
     gnu_triple: str
     qemu: str | None       # qemu-user name, None when the host runs it natively
     cflags: tuple
+    gnu_cflags: tuple      # for the GNU compiler only: options clang rejects (-ffixed-r30)
     ldflags: tuple
     harness_cflags: tuple
 
@@ -356,6 +357,7 @@ def _parse(name, path, top):
     toolchain = Toolchain(
         tc.str("clang_target"), tc.str("gnu_triple"), tc.str("qemu", None),
         tuple(tc.list("cflags", str, [], "a string")),
+        tuple(tc.list("gnu_cflags", str, [], "a string")),
         tuple(tc.list("ldflags", str, [], "a string")),
         tuple(tc.list("harness_cflags", str, [], "a string")))
     tc.done()

@@ -88,7 +88,8 @@ class Builder:
         t = self.target
         unwind = (("-fasynchronous-unwind-tables",) if t.elf.eh_frame
                   else ("-fno-asynchronous-unwind-tables", "-fno-unwind-tables"))
-        return COMMON_CFLAGS + unwind + t.toolchain.cflags
+        gnu = t.toolchain.gnu_cflags if self.tools.kind == "gnu" else ()
+        return COMMON_CFLAGS + unwind + t.toolchain.cflags + gnu
 
     def compile(self, src, obj):
         tag = "AS" if src.suffix == ".S" else "CC"
