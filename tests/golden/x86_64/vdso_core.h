@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The generic vDSO time core, shared by every vdsogen target; this copy was
+ * generated for x86_64.  The architecture supplies only the hooks
+ * in vdso_arch.h: vdso_read_counter(), vdso_rmb(), vdso_cpu_relax() and
+ * vdso_syscall().  Every function returns 0 or -errno (time() returns the
+ * time) and falls back to the real syscall whenever the data page cannot
+ * answer.
+ */
+#ifndef VDSOGEN_CORE_H
+#define VDSOGEN_CORE_H
+
+#include <stdbool.h>
+#include "datapage.h"
+#include "vdso_arch.h"
+
+#define NSEC_PER_SEC		1000000000ULL
+
+/* Clock ids (uapi linux/time.h) and the classes the data page serves. */
+#define CLOCK_REALTIME			0
+#define CLOCK_MONOTONIC			1
+#define CLOCK_MONOTONIC_RAW		4
+#define CLOCK_REALTIME_COARSE		5
+#define CLOCK_MONOTONIC_COARSE		6
+#define CLOCK_BOOTTIME			7
+#define CLOCK_TAI			11
+#define VDSO_MAX_CLOCKS			16
+
+#define VDSO_HRES	((1U << CLOCK_REALTIME) | (1U << CLOCK_MONOTONIC) | \
+			 (1U << CLOCK_BOOTTIME) | (1U << CLOCK_TAI))
+#define VDSO_COARSE	((1U << CLOCK_REALTIME_COARSE) | (1U << CLOCK_MONOTONIC_COARSE))
+#define VDSO_RAW	(1U << CLOCK_MONOTONIC_RAW)
+
+/* Clock records: [CS_HRES_COARSE] serves hres and coarse clocks, [CS_RAW] the raw clock. */
+#define CS_HRES_COARSE	0
+#define CS_RAW		1
+
+#define VDSO_CLOCKMODE_TIMENS	0x7fffffff
+
+/* Resolution of the coarse clocks: one tick. */
+#define VDSO_LOW_RES_NSEC	4000000
+
+#define READ_ONCE(x)	(*(const volatile __typeof__(x) *)&(x))
+
+typedef int clockid_t;
+
+struct vdso_timespec {
+	long	tv_sec;
+	long	tv_nsec;
+};
+
+struct vdso_timeval {
+	long	tv_sec;
+	long	tv_usec;
+};
+
+struct vdso_timezone {
+	int	tz_minuteswest;
+	int	tz_dsttime;
+};
+
+/* How a read from the data page ended. */
+enum vdso_read {
+	VDSO_OK,
+	VDSO_SYSCALL,		/* the page cannot answer: make the syscall */
+	VDSO_TIMENS,		/* this is a time-namespace page */
+};
+
+static __always_inline const struct vdso_clock *
+vdso_clocks(const struct vdso_time_data *vd)
+{
+	return vd->clock_data;
+}
+
+/* The time data to read tz, hrtimer_res and time() from: in a namespace, the real page. */
+static __always_inline const struct vdso_time_data *
+vdso_real_data(const struct vdso_time_data *vd)
+{
+	if (READ_ONCE(vdso_clocks(vd)[CS_HRES_COARSE].clock_mode) == VDSO_CLOCKMODE_TIMENS)
+		return (const void *)((const char *)vd + VDSO_TIMENS_REAL_OFFSET);
+	return vd;
+}
+
+/* The clock modes in which the rdtsc counter may be read. */
+static __always_inline bool vdso_counter_mode_ok(int32_t mode)
+{
+	return mode == 1;
+}
+
+/* Nanoseconds at @cycles, from a base in shifted nanoseconds. */
+static __always_inline uint64_t
+vdso_counter_ns(const struct vdso_clock *vc, uint64_t cycles, uint64_t base)
+{
+	uint64_t last = vc->cycle_last;
+	uint64_t delta;
+
+	/* A counter that trails cycle_last (skew between CPUs) adds no time. */
+	if (cycles <= last)
+		return base >> vc->shift;
+	delta = cycles - last;
+	delta &= vc->mask;
+	/* Past max_cycles, delta * mult no longer fits in 64 bits. */
+	if (delta > vc->max_cycles)
+		return (uint64_t)(((unsigned __int128)delta * vc->mult + base) >> vc->shift);
+	return (delta * vc->mult + base) >> vc->shift;
+}
+
+/*
+ * Seqcount reader: wait until no update is in progress.  A sequence that
+ * stays odd with clock_mode TIMENS marks a time-namespace page.
+ */
+static __always_inline enum vdso_read
+vdso_read_begin(const struct vdso_clock *vc, uint32_t *seq)
+{
+	while ((*seq = READ_ONCE(vc->seq)) & 1) {
+		if (READ_ONCE(vc->clock_mode) == VDSO_CLOCKMODE_TIMENS)
+			return VDSO_TIMENS;
+		vdso_cpu_relax();
+	}
+	vdso_rmb();
+	return VDSO_OK;
+}
+
+static __always_inline bool
+vdso_read_retry(const struct vdso_clock *vc, uint32_t seq)
+{
+	vdso_rmb();
+	return READ_ONCE(vc->seq) != seq;
+}
+
+/* Read base @clk of @vc; with @counter, advance it by the counter. */
+static __always_inline enum vdso_read
+vdso_read_clock(const struct vdso_clock *vc, clockid_t clk, bool counter,
+		uint64_t *sec, uint64_t *ns)
+{
+	enum vdso_read ret;
+	uint32_t seq;
+
+	do {
+		ret = vdso_read_begin(vc, &seq);
+		if (ret != VDSO_OK)
+			return ret;
+		*sec = vc->basetime[clk].sec;
+		*ns = vc->basetime[clk].nsec;
+		if (counter) {
+			if (!vdso_counter_mode_ok(vc->clock_mode))
+				return VDSO_SYSCALL;
+			*ns = vdso_counter_ns(vc, vdso_read_counter(), *ns);
+		}
+	} while (vdso_read_retry(vc, seq));
+	return VDSO_OK;
+}
+
+/*
+ * ns / NSEC_PER_SEC by subtraction: the quotient is almost always 0 or 1,
+ * and the empty asm keeps the compiler from turning the loop into a 64-bit
+ * division, which 32-bit targets would leave to a libgcc helper.
+ */
+static __always_inline uint64_t vdso_div_ns(uint64_t ns, uint64_t *rem)
+{
+	uint64_t sec = 0;
+
+	while (ns >= NSEC_PER_SEC) {
+		__asm__("" : "+r"(ns));
+		ns -= NSEC_PER_SEC;
+		sec++;
+	}
+	*rem = ns;
+	return sec;
+}
+
+static __always_inline enum vdso_read
+vdso_clock_read(const struct vdso_time_data *vd, clockid_t clock, struct vdso_timespec *ts)
+{
+	const struct vdso_clock *vc = vdso_clocks(vd);
+	uint64_t sec, ns, rem;
+	enum vdso_read ret;
+	bool counter;
+	uint32_t msk;
+	int cs;
+
+	/* Negative ids (CPU clocks, clock fds) wrap to large values here. */
+	if ((uint32_t)clock >= VDSO_MAX_CLOCKS)
+		return VDSO_SYSCALL;
+	msk = 1U << clock;
+	if (msk & VDSO_HRES) {
+		cs = CS_HRES_COARSE;
+		counter = true;
+	} else if (msk & VDSO_COARSE) {
+		cs = CS_HRES_COARSE;
+		counter = false;
+	} else if (msk & VDSO_RAW) {
+		cs = CS_RAW;
+		counter = true;
+	} else {
+		return VDSO_SYSCALL;
+	}
+
+	ret = vdso_read_clock(&vc[cs], clock, counter, &sec, &ns);
+	if (ret == VDSO_TIMENS) {
+		/* Namespace page: its basetime[] are offsets (sec signed, ns plain) to add to the real clock. */
+		const struct vdso_timestamp *offs = &vc[cs].basetime[clock];
+
+		vd = vdso_real_data(vd);
+		ret = vdso_read_clock(&vdso_clocks(vd)[cs], clock, counter, &sec, &ns);
+		if (ret != VDSO_OK)
+			return VDSO_SYSCALL;
+		sec += offs->sec;
+		ns += offs->nsec;
+	}
+	if (ret != VDSO_OK)
+		return VDSO_SYSCALL;
+
+	ts->tv_sec = sec + vdso_div_ns(ns, &rem);
+	ts->tv_nsec = rem;
+	return VDSO_OK;
+}
+
+
+static __always_inline long
+vdso_clock_gettime(const struct vdso_time_data *vd, clockid_t clock, struct vdso_timespec *ts)
+{
+	if (vdso_clock_read(vd, clock, ts) == VDSO_OK)
+		return 0;
+	return vdso_syscall(VDSO_NR_clock_gettime, clock, (long)ts, 0);
+}
+
+static __always_inline long
+vdso_gettimeofday(const struct vdso_time_data *vd, struct vdso_timeval *tv, struct vdso_timezone *tz)
+{
+	if (tv) {
+		struct vdso_timespec ts;
+
+		if (vdso_clock_read(vd, CLOCK_REALTIME, &ts) != VDSO_OK)
+			return vdso_syscall(VDSO_NR_gettimeofday, (long)tv, (long)tz, 0);
+		tv->tv_sec = ts.tv_sec;
+		tv->tv_usec = (uint32_t)ts.tv_nsec / 1000;
+	}
+	if (tz) {
+		/* settimeofday() writes these without the seqcount; so do we read them. */
+		vd = vdso_real_data(vd);
+		tz->tz_minuteswest = READ_ONCE(vd->tz_minuteswest);
+		tz->tz_dsttime = READ_ONCE(vd->tz_dsttime);
+	}
+	return 0;
+}
+
+/* One load, no seqcount: the kernel keeps REALTIME's seconds current even in clock mode NONE. */
+static __always_inline long vdso_time(const struct vdso_time_data *vd, long *t)
+{
+	long secs;
+
+	vd = vdso_real_data(vd);
+	secs = READ_ONCE(vdso_clocks(vd)[CS_HRES_COARSE].basetime[CLOCK_REALTIME].sec);
+	if (t)
+		*t = secs;
+	return secs;
+}
+
+static __always_inline long
+vdso_clock_getres(const struct vdso_time_data *vd, clockid_t clock, struct vdso_timespec *res)
+{
+	uint32_t msk;
+	long ns;
+
+	if ((uint32_t)clock >= VDSO_MAX_CLOCKS)
+		return vdso_syscall(VDSO_NR_clock_getres, clock, (long)res, 0);
+	msk = 1U << clock;
+	if (msk & (VDSO_HRES | VDSO_RAW))
+		ns = READ_ONCE(vdso_real_data(vd)->hrtimer_res);
+	else if (msk & VDSO_COARSE)
+		ns = VDSO_LOW_RES_NSEC;
+	else
+		return vdso_syscall(VDSO_NR_clock_getres, clock, (long)res, 0);
+	if (res) {
+		res->tv_sec = 0;
+		res->tv_nsec = ns;
+	}
+	return 0;
+}
+
+/* The CPU and node live in kernel-specific places, not in the data page. */
+static __always_inline long vdso_getcpu(unsigned int *cpu, unsigned int *node, void *unused)
+{
+	return vdso_syscall(VDSO_NR_getcpu, (long)cpu, (long)node, (long)unused);
+}
+
+#endif /* VDSOGEN_CORE_H */

@@ -1,0 +1,28 @@
+"""Golden files of every rendered source, so a generator change is reviewed
+as a diff.  After an intended change: VDSOGEN_UPDATE_GOLDEN=1 sh scripts/test.sh tests/test_golden.py"""
+
+import os
+
+import pytest
+
+from conftest import ROOT, TARGETS
+from vdsogen.model import load_target
+from vdsogen.render import sources
+
+GOLDEN = ROOT / "tests" / "golden"
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_rendered_sources_match_golden(name):
+    rendered = dict(sources(load_target(name)))
+    gdir = GOLDEN / name
+    if os.environ.get("VDSOGEN_UPDATE_GOLDEN") == "1":
+        gdir.mkdir(parents=True, exist_ok=True)
+        for old in gdir.iterdir():
+            old.unlink()
+        for fname, text in rendered.items():
+            (gdir / fname).write_text(text)
+    expected = {p.name: p.read_text() for p in gdir.iterdir()}
+    assert sorted(rendered) == sorted(expected), "set of generated files changed"
+    for fname, text in rendered.items():
+        assert text == expected[fname], f"{name}/{fname} differs from tests/golden (regenerate if intended)"
