@@ -1,0 +1,238 @@
+"""`vdsogen test`: build the C test harness for a target and run an image in it.
+
+The harness (harness/*.c) is one static program per target, compiled with
+the target's GNU cross compiler against headers rendered from the spec:
+datapage.h and vdso_arch.h (the vDSO's own data-page structures, counter
+read and barriers) and harness_target.h (templates/harness_target.h.j2:
+exports, versions, trampolines, layout facts, syscall numbers).  It runs
+natively or under qemu-user, prints one line per check and a summary; this
+module relays those lines and turns the outcome into an exit status.
+"""
+
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import jinja2
+
+from vdsogen import paths
+from vdsogen.errors import HarnessError
+from vdsogen.fsutil import write_atomic
+from vdsogen.toolchain import Builder
+
+# Headers of the vDSO build the harness compiles against.
+VDSO_HEADERS = ("datapage.h", "vdso_arch.h")
+HARNESS_CFLAGS = ("-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-static", "-pthread")
+# The harness's own watchdog gives up on a hung group after 30 s; this is the backstop.
+RUN_TIMEOUT = 600
+
+
+def compiler(target):
+    return f"{target.toolchain.gnu_triple}-gcc"
+
+
+def runner(target):
+    """argv prefix that runs a target executable: [] natively, else qemu-user."""
+    qemu = target.toolchain.qemu
+    if qemu is None:
+        return []
+    for name in (f"qemu-{qemu}-static", f"qemu-{qemu}"):
+        if shutil.which(name):
+            return [name]
+    raise HarnessError(f"qemu-{qemu}-static: not found (the {target.name} harness runs under "
+                       f"qemu-user; run scripts/setup.sh)")
+
+
+def harness_sources(target):
+    """[(file name, text)] of the generated headers the harness needs."""
+    from vdsogen.render import harness_header, sources
+
+    rendered = dict(sources(target))
+    out = [(name, rendered[name]) for name in VDSO_HEADERS]
+    try:
+        out.append(("harness_target.h", harness_header(target)))
+    except jinja2.TemplateError as e:
+        where = getattr(e, "filename", None) or "templates/harness_target.h.j2"
+        line = getattr(e, "lineno", None)
+        raise HarnessError(f"{where}{f':{line}' if line else ''}: template error: {e.message}") from None
+    return out
+
+
+def build_harness(target, workdir, builder=None):
+    """Render the headers and compile the harness into workdir; returns its path."""
+    workdir = Path(workdir)
+    builder = builder or Builder(target)
+    cc = compiler(target)
+    if shutil.which(cc) is None:
+        raise HarnessError(f"{cc}: not found (the {target.name} harness needs it; run scripts/setup.sh)")
+    csources = sorted(paths.HARNESS.glob("*.c"))
+    if not csources:
+        raise HarnessError(f"{paths.HARNESS}: no harness sources")
+
+    hdir = workdir / "harness"
+    hdir.mkdir(parents=True, exist_ok=True)
+    builder.log("GEN", hdir / "harness_target.h")
+    for name, text in harness_sources(target):
+        write_atomic(hdir / name, text.encode())
+
+    exe = hdir / "harness"
+    argv = [cc, *HARNESS_CFLAGS, *target.toolchain.harness_cflags,
+            "-I", str(hdir), "-I", str(paths.HARNESS),
+            *(str(s) for s in csources), "-o", str(exe)]
+    builder.log("HOSTCC", exe, argv)
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    except OSError as e:
+        raise HarnessError(f"{cc}: {e.strerror}") from None
+    if proc.returncode != 0:
+        print(proc.stdout.rstrip(), file=sys.stderr, flush=True)
+        raise HarnessError(f"compiling the {target.name} harness failed ({cc} exit {proc.returncode}; "
+                           f"its messages are above)")
+    return exe
+
+
+def _build_image(target, outdir, builder):
+    from vdsogen.build import build_target
+    from vdsogen.check import build_validator
+
+    so, _ = build_target(target, outdir, builder=builder, validate=build_validator)
+    return so
+
+
+class Outcome:
+    """What one harness run printed: check names by verdict, and its summary."""
+
+    def __init__(self):
+        self.passed = []
+        self.failed = {}       # name -> detail of its (first) FAIL line
+        self.fail_lines = 0
+        self.summary = None
+        self.other = []        # lines that are none of the above
+
+    def feed(self, line):
+        if line.startswith("ok "):
+            self.passed.append(line[3:].strip())
+        elif line.startswith("FAIL "):
+            name, _, detail = line[5:].partition(": ")
+            self.failed.setdefault(name.strip(), detail)
+            self.fail_lines += 1
+        elif line.startswith("#") or not line.strip():
+            pass
+        else:
+            words = line.split()
+            if len(words) == 4 and words[1] == "passed," and words[3] == "failed":
+                try:
+                    self.summary = (int(words[0]), int(words[2]))
+                    return
+                except ValueError:
+                    pass
+            self.other.append(line)
+
+    @property
+    def consistent(self):
+        return self.summary == (len(self.passed), self.fail_lines)
+
+
+def run_harness(target, exe, image, builder=None, stream=None, timeout=RUN_TIMEOUT):
+    """Run a built harness on image, relaying its lines; returns (exit status, Outcome)."""
+    builder = builder or Builder(target)
+    stream = stream or sys.stdout
+    image = Path(image)
+    if not image.is_file():
+        raise HarnessError(f"{image}: no such image")
+    argv = [*runner(target), str(exe), str(image.resolve())]
+    builder.log("TEST", image, argv)
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                errors="replace")
+    except OSError as e:
+        raise HarnessError(f"{argv[0]}: cannot start: {e.strerror}") from None
+    timed_out = threading.Event()
+
+    def kill():
+        timed_out.set()
+        proc.kill()
+
+    timer = threading.Timer(timeout, kill)
+    timer.start()
+    outcome = Outcome()
+    try:
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            print(line, file=stream, flush=True)
+            outcome.feed(line)
+        rc = proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if timed_out.is_set():
+        raise HarnessError(f"the {target.name} harness did not finish within {timeout} s")
+    return rc, outcome
+
+
+def _verdict(rc, outcome, stream):
+    """0 when the run was complete and clean, else 1 (with a last FAIL line saying why)."""
+    problem = None
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        problem = f"the harness was killed by {name}"
+    elif outcome.summary is None:
+        problem = f"the harness exited with status {rc} without a summary line"
+    elif not outcome.consistent:
+        problem = (f"the summary says {outcome.summary[0]} passed, {outcome.summary[1]} failed, "
+                   f"but {len(outcome.passed)} ok and {outcome.fail_lines} FAIL lines came")
+    elif rc != 0 and not outcome.failed:
+        problem = f"the harness exited with status {rc}"
+    if problem:
+        print(f"FAIL harness: {problem}", file=stream, flush=True)
+        return 1
+    return 0 if rc == 0 and not outcome.failed else 1
+
+
+def run_tests(target, image=None, workdir=None, *, builder=None, stream=None, timeout=RUN_TIMEOUT):
+    """`vdsogen test`: build the harness (and an image when none is given), run, report.
+
+    Returns 0 when every check passed, 1 otherwise.  A harness that cannot be
+    built or started raises HarnessError.
+    """
+    result = run_tests_full(target, image, workdir, builder=builder, stream=stream, timeout=timeout)
+    return result[0]
+
+
+def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=None, timeout=RUN_TIMEOUT):
+    """Like run_tests, but returns (status, Outcome) for callers that look at single checks."""
+    stream = stream or sys.stdout
+    builder = builder or Builder(target, stream=stream)
+    if image is not None and not Path(image).is_file():
+        raise HarnessError(f"{image}: no such image")
+    runner(target)   # a missing qemu is found before anything builds
+    tmp = None
+    try:
+        if workdir is None:
+            tmp = tempfile.TemporaryDirectory(prefix=f"vdsogen-test-{target.name}-")
+            workdir = tmp.name
+        workdir = Path(workdir)
+        workdir.mkdir(parents=True, exist_ok=True)
+        if image is None:
+            image = _build_image(target, workdir / "image", builder)
+        exe = build_harness(target, workdir, builder)
+        rc, outcome = run_harness(target, exe, image, builder, stream, timeout)
+        return _verdict(rc, outcome, stream), outcome
+    except OSError as e:
+        raise HarnessError(f"{e.filename or 'harness'}: {e.strerror}") from None
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+
+__all__ = ["build_harness", "run_harness", "run_tests", "run_tests_full", "harness_sources",
+           "Outcome", "compiler", "runner"]
