@@ -96,3 +96,67 @@ class Mutant:
 
     def set_word(self, offset, value):
         self.put("I", offset, value)
+
+    # -- more headers
+    def set_e_entry(self, value):
+        self.put("W", 0x18, value)
+
+    def set_e_flags(self, value):
+        self.put("I", 0x24 if self.img.elf_class == 32 else 0x30, value)
+
+    def set_e_machine(self, value):
+        self.put("H", 0x12, value)
+
+    def set_osabi(self, value):
+        self.data[7] = value
+
+    def move_phdrs_to_end(self):
+        """Copy the program header table past everything else and point e_phoff at it."""
+        size = self.img.e_phnum * (32 if self.img.elf_class == 32 else 56)
+        start = (len(self.data) + 7) & ~7
+        self.data.extend(bytes(start - len(self.data)))
+        self.data.extend(self.data[self.img.e_phoff:self.img.e_phoff + size])
+        self.put("W", 0x1C if self.img.elf_class == 32 else 0x20, start)
+
+    # -- sections
+    def section(self, name):
+        return self.img.section(name)
+
+    def set_section(self, sec, addr=None, offset=None, size=None):
+        w = 4 if self.img.elf_class == 32 else 8
+        base = sec.hdr_offset + 8 + w          # sh_addr follows sh_name, sh_type, sh_flags
+        if addr is not None:
+            self.put("W", base, addr)
+        if offset is not None:
+            self.put("W", base + w, offset)
+        if size is not None:
+            self.put("W", base + 2 * w, size)
+
+    # -- dynamic
+    def set_dyn(self, name, tag=None, value=None):
+        """Change the tag and/or value of the first entry with this tag."""
+        for t, val, off in self.img.dynamic:
+            if t == DT[name]:
+                if tag is not None:
+                    self.put("W", off, tag)
+                if value is not None:
+                    self.put("W", off + (4 if self.img.elf_class == 32 else 8), value)
+                return off
+        raise KeyError(name)
+
+    # -- hash tables
+    def sysv_hash_offset(self):
+        return self.img.offset_of(self.img.dyn("HASH"))
+
+    def set_sysv_word(self, index, value):
+        """Word `index` of DT_HASH (0 nbucket, 1 nchain, then buckets, then chains)."""
+        word = self.img.hash_word
+        self.put("I" if word == 4 else "Q", self.sysv_hash_offset() + index * word, value)
+
+    # -- symbols
+    def set_sym_bind(self, sym, bind):
+        self.set_sym_info(sym, bind=bind)
+
+    def set_sym_value(self, sym, value):
+        off = self.sym_entry_offset(sym) + (4 if self.img.elf_class == 32 else 8)
+        self.put("W", off, value)

@@ -3,18 +3,22 @@
 import json
 import sys
 
-from vdsogen import rules
+from vdsogen import abi, rules
 from vdsogen.elf import ElfImage
 
 
 def expect_from_target(target):
+    """Everything the spec promises; the consumers' lookups come from the ABI
+    catalogue entry of the same name, when there is one."""
     exports = {name: (version, binding) for name, version, binding in target.symbols()}
     return rules.Expect(
         abi=target.name, elf_class=target.elf.elf_class, endian=target.elf.endian,
         machine=target.elf.machine, soname=target.soname, versions=target.versions,
         exports=exports,
         trampolines=tuple((t.name, t.lead, t.words) for t in target.trampolines),
-        page_size=target.datapage.page_size, data_pages=target.datapage.pages)
+        page_size=target.datapage.page_size, data_pages=target.datapage.pages,
+        flags=(abi.FlagRule(0xFFFFFFFF, (target.elf.flags,), f"0x{target.elf.flags:x} as the spec says"),),
+        abi_info=abi.get(target.name), generated=True)
 
 
 def check_image(target, path, profile="linux"):

@@ -45,10 +45,57 @@ def cmd_check(args):
     return check_file(load_target(args.arch), args.file, fmt=args.format)
 
 
+def cmd_audit(args):
+    from vdsogen.audit import main
+
+    if not args.files and not args.live:
+        print("vdsogen audit: nothing to audit: give FILE... or --live", file=sys.stderr)
+        return 2
+    return main(args.files, live=args.live, arch=args.arch, profile=args.profile, fmt=args.format,
+                verbose=args.verbose)
+
+
+def cmd_rules(args):
+    from vdsogen import rules
+
+    if args.id:
+        r = rules.get_rule(args.id)
+        if r is None:
+            print(f"vdsogen: no rule {args.id!r} (`vdsogen rules` lists them)", file=sys.stderr)
+            return 2
+        print(f"{r.id}: {r.reason}")
+        print()
+        print("severity: " + ", ".join(f"{p} {r.severity[p]}" for p in rules.PROFILES)
+              + (f"; {r.check} when `vdsogen check` checks vdsogen's own images" if r.check else ""))
+        print("runs in:  " + ("audit and check" if r.in_audit else "check only (compares with the target spec)"))
+        print()
+        print(r.explain)
+        return 0
+    print(f"{'ID':<5} {'linux':<8} {'qemu-user':<9} {'strict':<7} reason")
+    for r in rules.all_rules():
+        sev = [r.severity[p] for p in rules.PROFILES]
+        mark = "" if r.in_audit else " [check only]"
+        print(f"{r.id:<5} {sev[0]:<8} {sev[1]:<9} {sev[2]:<7} {r.reason}{mark}")
+    return 0
+
+
 def cmd_test(args):
     from vdsogen.harness import run_tests
 
     return run_tests(load_target(args.arch), args.image, workdir=args.workdir)
+
+
+def _profiles():
+    from vdsogen.rules import PROFILE_HELP
+    return PROFILE_HELP
+
+
+def _abi_names():
+    from vdsogen import abi
+    try:
+        return abi.names()
+    except VdsogenError:
+        return []
 
 
 def parser():
@@ -69,6 +116,24 @@ def parser():
     s.add_argument("--format", choices=("text", "json"), default="text")
     s.add_argument("file", metavar="FILE")
     s.set_defaults(func=cmd_check)
+
+    s = sub.add_parser("audit", help="judge any vDSO image for glibc, musl, Go and other consumers",
+                       description="Audit vDSO images rule by rule and simulate the lookups of glibc, musl, "
+                                   "the Go runtime and a DT_HASH-only parser.  Exit 0 without errors, 1 with "
+                                   "errors, 2 when an input is unusable.")
+    s.add_argument("files", nargs="*", metavar="FILE", help="vDSO images (.so or unstripped .so.dbg)")
+    s.add_argument("--live", action="store_true", help="also audit the vDSO mapped into this process")
+    s.add_argument("--arch", choices=_abi_names(), metavar="ABI",
+                   help="the image's ABI, instead of detecting it: " + ", ".join(_abi_names()))
+    s.add_argument("--profile", choices=_profiles(), default="linux",
+                   help="what counts as an error: " + "; ".join(f"{k}: {v}" for k, v in _profiles().items()))
+    s.add_argument("--format", choices=("text", "json"), default="text")
+    s.add_argument("-v", "--verbose", action="store_true", help="list every consumer lookup")
+    s.set_defaults(func=cmd_audit)
+
+    s = sub.add_parser("rules", help="list the validator rules, or explain one")
+    s.add_argument("id", nargs="?", metavar="ID")
+    s.set_defaults(func=cmd_rules)
 
     s = sub.add_parser("test", help="run an image in the harness")
     s.add_argument("--arch", required=True, metavar="T")

@@ -2,11 +2,16 @@
 
 pyelftools reads the ELF header, program and section headers and symbol
 tables.  The structures a loader reads through the dynamic segment (tags,
-hash tables, version definitions, strings) and the notes are read here from
-the bytes, the way glibc, musl or Go read them, with every offset, count and
-chain walk bounded, so that a damaged file yields an ImageError (or a
-finding), never a hang or a traceback.  s390x's 8-byte .hash words are read
-right, which pyelftools 0.29 does not.
+hash tables, version definitions, strings, relocations) and the notes are
+read here from the bytes, the way glibc, musl or Go read them, with every
+offset, count and chain walk bounded, so that a damaged file yields an
+ImageError (or a finding), never a hang or a traceback.  s390x's 8-byte
+.hash words are read right, which pyelftools 0.29 does not.
+
+The symbols are read twice: `dynsym` is the .dynsym section as binutils
+shows it (or, when the image has no section headers, the loader's view),
+`loader_dynsym()` is what a loader reaches from DT_SYMTAB, counting the
+entries from DT_HASH's nchain or from DT_GNU_HASH.
 """
 
 import io
@@ -19,22 +24,31 @@ from elftools.elf.elffile import ELFFile
 from vdsogen.errors import ImageError
 
 MAX_IMAGE = 64 << 20          # far above any vDSO, .dbg included
-MAX_ENTRIES = 1 << 16         # symbols, tags, versions, hash buckets
+MAX_ENTRIES = 1 << 16         # tags, versions, hash buckets and chains
+MAX_SYMBOLS = 1 << 14         # per symbol table: a .dbg vDSO has a few hundred
+MAX_HEADERS = 1024            # program or section headers: a vDSO has a dozen or two
+MAX_NOTES = 1024
 
 # Values the rules compare against (elf.h).
 ET_DYN = 3
 PT_NULL, PT_LOAD, PT_DYNAMIC, PT_INTERP, PT_NOTE, PT_SHLIB, PT_PHDR, PT_TLS = range(8)
 PT_GNU_EH_FRAME, PT_GNU_STACK, PT_GNU_RELRO, PT_GNU_PROPERTY = 0x6474E550, 0x6474E551, 0x6474E552, 0x6474E553
 PF_X, PF_W, PF_R = 1, 2, 4
-SHT_SYMTAB, SHT_RELA, SHT_HASH, SHT_DYNAMIC, SHT_NOTE, SHT_REL, SHT_DYNSYM = 2, 4, 5, 6, 7, 9, 11
+SHT_NULL, SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_RELA, SHT_HASH, SHT_DYNAMIC, SHT_NOTE = range(8)
+SHT_NOBITS, SHT_REL, SHT_DYNSYM = 8, 9, 11
 SHT_RELR = 19
 SHT_GNU_HASH, SHT_GNU_VERDEF, SHT_GNU_VERNEED, SHT_GNU_VERSYM = 0x6FFFFFF6, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
 SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 1, 2, 4
 STB_LOCAL, STB_GLOBAL, STB_WEAK = 0, 1, 2
+STB_GNU_UNIQUE = 10
 STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_SECTION, STT_FILE, STT_COMMON, STT_TLS = range(7)
 STT_GNU_IFUNC = 10
-SHN_UNDEF, SHN_ABS = 0, 0xFFF1
+SHN_UNDEF, SHN_ABS, SHN_COMMON = 0, 0xFFF1, 0xFFF2
 VER_FLG_BASE = 1
+
+EM_386, EM_MIPS, EM_PPC, EM_PPC64, EM_S390, EM_ARM = 3, 8, 20, 21, 22, 40
+EM_X86_64, EM_AARCH64, EM_RISCV, EM_LOONGARCH = 62, 183, 243, 258
+EF_ARM_BE8 = 0x00800000
 
 DT = {
     "NULL": 0, "NEEDED": 1, "PLTRELSZ": 2, "PLTGOT": 3, "HASH": 4, "STRTAB": 5, "SYMTAB": 6,
@@ -48,8 +62,6 @@ DT = {
     "VERNEED": 0x6FFFFFFE, "VERNEEDNUM": 0x6FFFFFFF,
 }
 DT_NAMES = {v: k for k, v in DT.items()}
-
-EM_S390 = 22
 
 
 def elf_hash(name):
@@ -113,6 +125,7 @@ class Symbol:
     visibility: int
     shndx: int
     table: str         # ".dynsym" or ".symtab"
+    offset: int = 0    # file offset of the entry
 
     @property
     def defined(self):
@@ -136,11 +149,21 @@ class Note:
     desc: bytes
     offset: int
     aligned: bool
+    namesz: int = 0
+
+
+@dataclass(frozen=True)
+class Reloc:
+    table: str         # "DT_REL", "DT_RELA", "DT_JMPREL"
+    offset: int        # file offset of the entry
+    type: int          # r_type (first type on MIPS64)
+    sym: int
 
 
 # pyelftools signals a damaged file through many exception types.
 PARSE_ERRORS = (ELFError, struct.error, ValueError, KeyError, TypeError, AttributeError,
-                IndexError, OverflowError, ZeroDivisionError, UnicodeDecodeError, AssertionError)
+                IndexError, OverflowError, ZeroDivisionError, UnicodeDecodeError, AssertionError,
+                RecursionError)
 
 
 class Unreadable(Exception):
@@ -162,6 +185,7 @@ class ElfImage:
                     data = f.read(MAX_IMAGE + 1)
             except OSError as e:
                 raise ImageError(path, f"cannot read: {e.strerror}") from None
+        data = bytes(data)
         if len(data) > MAX_IMAGE:
             raise ImageError(path, f"larger than {MAX_IMAGE >> 20} MiB: not a vDSO")
         if data[:4] != b"\x7fELF":
@@ -177,15 +201,21 @@ class ElfImage:
         self._e = e
         self.word = "I" if self.elf_class == 32 else "Q"
         self.wsize = 4 if self.elf_class == 32 else 8
+        self.symsize = 16 if self.elf_class == 32 else 24
         try:
             self._read_headers()
+        except Unreadable as err:
+            raise ImageError(path, f"malformed ELF headers: {err}", err.offset) from None
         except PARSE_ERRORS as err:
             raise ImageError(path, f"malformed ELF headers: {err or type(err).__name__}") from None
         try:
             self.dynamic = self._read_dynamic()
-            self.dynsym = self._read_symbols(".dynsym", SHT_DYNSYM)
-            self.symtab = self._read_symbols(".symtab", SHT_SYMTAB)
+            self.note_problems = []
             self.notes = self._read_notes()
+            self.symtab = self._read_symbols(".symtab", SHT_SYMTAB)
+            section_dynsym = self._read_symbols(".dynsym", SHT_DYNSYM)
+            self.dynsym_from_sections = bool(self.sections_of_type(SHT_DYNSYM))
+            self.dynsym = section_dynsym if self.dynsym_from_sections else self._loader_dynsym_or_empty()
         except Unreadable as err:
             raise ImageError(path, str(err), err.offset) from None
         except PARSE_ERRORS as err:
@@ -214,7 +244,7 @@ class ElfImage:
     def offset_of(self, vaddr, size=1):
         """File offset of a virtual address, through the PT_LOAD that maps it."""
         for seg in self.loads:
-            if seg.contains(vaddr, size):
+            if seg.contains(vaddr, size) and seg.offset + (vaddr - seg.vaddr) + size <= len(self.data):
                 return seg.offset + (vaddr - seg.vaddr)
         raise Unreadable(f"address 0x{vaddr:x} is not inside a PT_LOAD", None)
 
@@ -222,20 +252,43 @@ class ElfImage:
         off = self.offset_of(vaddr, size)
         return self.data[off:off + size]
 
+    @property
+    def code_endian(self):
+        """Byte order of instructions: AArch64 code and ARM BE-8 code are little-endian."""
+        if self.e_machine == EM_AARCH64:
+            return "little"
+        if self.e_machine == EM_ARM and self.e_flags & EF_ARM_BE8:
+            return "little"
+        return self.endian
+
+    @property
+    def image_end(self):
+        """End of the mapped image: the end of the furthest PT_LOAD, or the file size."""
+        if not self.loads:
+            return len(self.data)
+        return max(s.vaddr + s.memsz for s in self.loads)
+
     # -- headers (pyelftools) --------------------------------------------
 
     def _read_headers(self):
-        elf = ELFFile(io.BytesIO(self.data))
-        self._elf = elf
         (self.e_type, self.e_machine, _version, self.e_entry, self.e_phoff, self.e_shoff,
          self.e_flags, _ehsize, self.e_phentsize, self.e_phnum, self.e_shentsize, self.e_shnum,
          self.e_shstrndx) = self.unpack("HHIWWWIHHHHHH", 16)
+        if self.e_phnum > MAX_HEADERS:
+            raise Unreadable(f"e_phnum {self.e_phnum}: absurd for a vDSO", 0x2C if self.elf_class == 32 else 0x38)
+        if self.e_shnum > MAX_HEADERS:
+            raise Unreadable(f"e_shnum {self.e_shnum}: absurd for a vDSO", 0x30 if self.elf_class == 32 else 0x3C)
+        elf = ELFFile(io.BytesIO(self.data))
+        self._elf = elf
         self.machine_name = elf["e_machine"] if isinstance(elf["e_machine"], str) else f"EM_{self.e_machine}"
         phsize = 32 if self.elf_class == 32 else 56
+        field = 0x1C if self.elf_class == 32 else 0x20      # e_phoff
         if self.e_phnum and self.e_phentsize != phsize:
-            raise ValueError(f"e_phentsize {self.e_phentsize}, expected {phsize}")
+            raise Unreadable(f"e_phentsize {self.e_phentsize}, expected {phsize}",
+                             0x2A if self.elf_class == 32 else 0x36)
         if self.e_phnum * phsize + self.e_phoff > len(self.data):
-            raise ValueError("program headers run past the end of the file")
+            raise Unreadable(f"{self.e_phnum} program headers at 0x{self.e_phoff:x} run past the end of the "
+                             f"file (0x{len(self.data):x} bytes)", field)
         self.segments = []
         for i in range(self.e_phnum):
             off = self.e_phoff + i * phsize
@@ -249,13 +302,21 @@ class ElfImage:
         self.sections = []
         if self.e_shoff and self.e_shnum:
             shsize = 40 if self.elf_class == 32 else 64
+            field = 0x20 if self.elf_class == 32 else 0x28    # e_shoff
             if self.e_shentsize != shsize:
-                raise ValueError(f"e_shentsize {self.e_shentsize}, expected {shsize}")
+                raise Unreadable(f"e_shentsize {self.e_shentsize}, expected {shsize}",
+                                 0x2E if self.elf_class == 32 else 0x3A)
             if self.e_shoff + self.e_shnum * shsize > len(self.data):
-                raise ValueError("section headers run past the end of the file")
-            for i, sec in enumerate(elf.iter_sections()):
-                hdr = sec.header
-                name = sec.name if 0 < self.e_shstrndx < self.e_shnum else ""
+                raise Unreadable(f"{self.e_shnum} section headers at 0x{self.e_shoff:x} run past the end of "
+                                 f"the file (0x{len(self.data):x} bytes)", field)
+            for i in range(self.e_shnum):
+                try:
+                    sec = elf.get_section(i)
+                    hdr = sec.header
+                    name = sec.name if 0 < self.e_shstrndx < self.e_shnum else ""
+                except PARSE_ERRORS as err:
+                    raise Unreadable(f"section header {i}: {err or type(err).__name__}",
+                                     self.e_shoff + i * shsize) from None
                 self.sections.append(Section(
                     i, name, self._raw_sh_type(i), hdr["sh_flags"], hdr["sh_addr"], hdr["sh_offset"],
                     hdr["sh_size"], hdr["sh_link"], hdr["sh_info"], hdr["sh_entsize"],
@@ -276,6 +337,11 @@ class ElfImage:
 
     def segments_of_type(self, p_type):
         return [s for s in self.segments if s.type == p_type]
+
+    def section_bytes(self, sec):
+        if sec.type == SHT_NOBITS or sec.offset >= len(self.data):
+            return b""
+        return self.data[sec.offset:sec.offset + sec.size]
 
     # -- dynamic segment (as a loader reads it) -------------------------------
 
@@ -306,39 +372,113 @@ class ElfImage:
     def dyn_all(self, name):
         return [val for tag, val, _ in self.dynamic or () if tag == DT[name]]
 
+    def dyn_offset(self, name):
+        """File offset of the first entry with this tag (for `where`)."""
+        for tag, _val, off in self.dynamic or ():
+            if tag == DT[name]:
+                return off
+        return None
+
+    def at_tag(self, name, size=1, addr=None):
+        """File offset of what dynamic tag `name` points at; Unreadable naming the tag if outside."""
+        addr = self.dyn(name) if addr is None else addr
+        try:
+            return self.offset_of(addr, size)
+        except Unreadable:
+            raise Unreadable(f"DT_{name} 0x{addr:x} (+0x{size:x} bytes) is not inside a PT_LOAD",
+                             self.dyn_offset(name)) from None
+
     def dynstr(self, offset):
         strtab, strsz = self.dyn("STRTAB"), self.dyn("STRSZ")
         if strtab is None:
             raise Unreadable("no DT_STRTAB")
         if strsz is not None and offset >= strsz:
-            raise Unreadable(f"string offset {offset} is past DT_STRSZ {strsz}")
-        return self.cstring(self.offset_of(strtab) + offset)
+            raise Unreadable(f"string offset {offset} is past DT_STRSZ {strsz}", self.dyn_offset("STRSZ"))
+        return self.cstring(self.at_tag("STRTAB") + offset)
 
-    # -- symbols (pyelftools) -----------------------------------------------
+    # -- symbols -------------------------------------------------------------
 
     def _read_symbols(self, name, sh_type):
         secs = [s for s in self.sections if s.type == sh_type]
         if not secs:
             return []
         sec = secs[0]
-        entsize = 16 if self.elf_class == 32 else 24
+        entsize = self.symsize
         if sec.entsize != entsize:
-            raise Unreadable(f"{sec.name}: sh_entsize {sec.entsize}, expected {entsize}", sec.hdr_offset)
-        if sec.offset + sec.size > len(self.data) or sec.size // entsize > MAX_ENTRIES:
-            raise Unreadable(f"{sec.name}: runs past the end of the file", sec.hdr_offset)
+            raise Unreadable(f"{sec.name or name}: sh_entsize {sec.entsize}, expected {entsize}", sec.hdr_offset)
+        if sec.size // entsize > MAX_SYMBOLS:
+            raise Unreadable(f"{sec.name or name}: {sec.size // entsize} symbols, absurd for a vDSO", sec.hdr_offset)
+        if sec.offset + sec.size > len(self.data):
+            raise Unreadable(f"{sec.name or name}: 0x{sec.offset:x}+0x{sec.size:x} runs past the end of the file",
+                             sec.hdr_offset)
         if not 0 < sec.link < len(self.sections):
-            raise Unreadable(f"{sec.name}: sh_link {sec.link} is not a string table", sec.hdr_offset)
+            raise Unreadable(f"{sec.name or name}: sh_link {sec.link} is not a string table", sec.hdr_offset)
+        strsec = self.sections[sec.link]
+        if strsec.type != SHT_STRTAB or strsec.offset + strsec.size > len(self.data):
+            raise Unreadable(f"{sec.name or name}: its string table (section {sec.link}) is unusable",
+                             strsec.hdr_offset)
         table = self._elf.get_section(sec.index)
         out = []
         for i, sym in enumerate(table.iter_symbols()):
-            st_info = self.data[sec.offset + i * entsize + (12 if self.elf_class == 32 else 4)]
+            off = sec.offset + i * entsize
+            st_info = self.data[off + (12 if self.elf_class == 32 else 4)]
             shndx = sym["st_shndx"]
             if isinstance(shndx, str):
-                shndx = {"SHN_UNDEF": 0, "SHN_ABS": SHN_ABS, "SHN_COMMON": 0xFFF2}.get(shndx, 0xFFFF)
+                shndx = {"SHN_UNDEF": 0, "SHN_ABS": SHN_ABS, "SHN_COMMON": SHN_COMMON}.get(shndx, 0xFFFF)
             out.append(Symbol(i, sym.name, sym["st_value"], sym["st_size"], st_info & 0xF, st_info >> 4,
-                              self.data[sec.offset + i * entsize + (13 if self.elf_class == 32 else 5)] & 3,
-                              shndx, name))
+                              self.data[off + (13 if self.elf_class == 32 else 5)] & 3,
+                              shndx, name, off))
         return out
+
+    def loader_symbol_count(self):
+        """How many .dynsym entries a loader assumes: DT_HASH nchain, else the
+        highest index DT_GNU_HASH reaches, plus one."""
+        table = self.sysv_hash()
+        if table is not None:
+            return table[1]
+        t = self.gnu_hash_table()
+        if t is None:
+            return None
+        top = max(t["buckets"], default=0)
+        if top < t["symoffset"]:
+            return t["symoffset"]
+        idx = top
+        for _ in range(MAX_SYMBOLS):
+            if self.u32(t["chain_off"] + 4 * (idx - t["symoffset"])) & 1:
+                return idx + 1
+            idx += 1
+        raise Unreadable("DT_GNU_HASH: the last chain never ends", t["chain_off"])
+
+    def loader_dynsym(self):
+        """The dynamic symbols as a loader reaches them: DT_SYMTAB, DT_STRTAB,
+        with the count from the hash tables."""
+        symtab = self.dyn("SYMTAB")
+        if symtab is None:
+            raise Unreadable("no DT_SYMTAB")
+        count = self.loader_symbol_count()
+        if count is None:
+            raise Unreadable("no DT_HASH or DT_GNU_HASH to count the symbols")
+        if count > MAX_SYMBOLS:
+            raise Unreadable(f"the hash tables claim {count} symbols")
+        base = self.at_tag("SYMTAB", max(count, 1) * self.symsize)
+        out = []
+        for i in range(count):
+            off = base + i * self.symsize
+            if self.elf_class == 32:
+                st_name, value, size, info, other, shndx = self.unpack("IIIBBH", off)
+            else:
+                st_name, info, other, shndx, value, size = self.unpack("IBBHQQ", off)
+            out.append(Symbol(i, self.dynstr(st_name), value, size, info & 0xF, info >> 4, other & 3,
+                              shndx, ".dynsym", off))
+        return out
+
+    def _loader_dynsym_or_empty(self):
+        if self.dynamic is None:
+            return []
+        try:
+            return self.loader_dynsym()
+        except Unreadable:
+            return []
 
     # -- versions (as a loader reads them) --------------------------------------
 
@@ -346,7 +486,7 @@ class ElfImage:
         addr = self.dyn("VERSYM")
         if addr is None:
             return None
-        off = self.offset_of(addr, 2 * count)
+        off = self.at_tag("VERSYM", 2 * max(count, 1))
         return [self.unpack("H", off + 2 * i)[0] for i in range(count)]
 
     def verdefs(self):
@@ -354,7 +494,7 @@ class ElfImage:
         if addr is None:
             return None
         declared = self.dyn("VERDEFNUM")
-        off = self.offset_of(addr, 20)
+        off = self.at_tag("VERDEF", 20)
         out, seen = [], set()
         limit = min(declared if declared is not None else MAX_ENTRIES, 1024)
         for _ in range(limit):
@@ -377,26 +517,74 @@ class ElfImage:
 
     @property
     def hash_word(self):
-        """.hash word size: 8 on s390x (64-bit s390), 4 everywhere else."""
+        """.hash word size consumers use: 8 on s390x (64-bit s390), 4 everywhere else."""
         return 8 if self.e_machine == EM_S390 and self.elf_class == 64 else 4
 
-    def sysv_hash(self):
+    def sysv_hash(self, word=None):
         """(nbucket, nchain, buckets, chains) of DT_HASH, or None."""
         addr = self.dyn("HASH")
         if addr is None:
             return None
-        w = "I" if self.hash_word == 4 else "Q"
-        off = self.offset_of(addr, 2 * self.hash_word)
+        word = word or self.hash_word
+        w = "I" if word == 4 else "Q"
+        off = self.at_tag("HASH", 2 * word)
         nbucket, nchain = self.unpack(w + w, off)
         if nbucket > MAX_ENTRIES or nchain > MAX_ENTRIES:
             raise Unreadable(f"DT_HASH claims {nbucket} buckets and {nchain} chains", off)
-        size = (2 + nbucket + nchain) * self.hash_word
-        self.offset_of(addr, size)
-        words = self.unpack(w * (nbucket + nchain), off + 2 * self.hash_word)
+        self.at_tag("HASH", (2 + nbucket + nchain) * word)
+        words = self.unpack(w * (nbucket + nchain), off + 2 * word)
         return nbucket, nchain, words[:nbucket], words[nbucket:]
 
-    def sysv_lookup(self, name, symbols):
-        table = self.sysv_hash()
+    def sysv_hash_word_in_file(self):
+        """The .hash word size the file was written with (4 or 8), or None.
+
+        The section's sh_entsize says it when there is one; otherwise the
+        layout that gives a plausible header wins."""
+        if self.dyn("HASH") is None:
+            return None
+        for sec in self.sections_of_type(SHT_HASH):
+            if sec.entsize in (4, 8):
+                return sec.entsize
+        plausible = []
+        for word in (4, 8):
+            try:
+                nbucket, nchain, _b, _c = self.sysv_hash(word)
+            except Unreadable:
+                continue
+            if nbucket and (not self.dynsym or nchain == len(self.dynsym)):
+                plausible.append(word)
+        if len(plausible) == 1:
+            return plausible[0]
+        return self.hash_word
+
+    def sysv_chain_problems(self, word=None):
+        """Walk every DT_HASH chain once: a loop makes the image unusable
+        (Unreadable); an index past nchain or chains that merge are returned
+        as (bucket, message)."""
+        table = self.sysv_hash(word)
+        if table is None:
+            return []
+        nbucket, nchain, buckets, chains = table
+        problems, seen = [], set()
+        for b, idx in enumerate(buckets):
+            walk = set()
+            while idx:
+                if idx >= nchain:
+                    problems.append((b, f"the chain of bucket {b} reaches index {idx}, past nchain {nchain}"))
+                    break
+                if idx in walk:
+                    raise Unreadable(f"DT_HASH: the chain of bucket {b} loops at index {idx}",
+                                     self.offset_of(self.dyn("HASH")))
+                if idx in seen:
+                    problems.append((b, f"the chain of bucket {b} joins another chain at index {idx}"))
+                    break
+                walk.add(idx)
+                seen.add(idx)
+                idx = chains[idx]
+        return problems
+
+    def sysv_lookup(self, name, symbols, word=None):
+        table = self.sysv_hash(word)
         if table is None:
             return None
         nbucket, nchain, buckets, chains = table
@@ -415,17 +603,19 @@ class ElfImage:
         addr = self.dyn("GNU_HASH")
         if addr is None:
             return None
-        off = self.offset_of(addr, 16)
+        off = self.at_tag("GNU_HASH", 16)
         nbuckets, symoffset, bloom_size, bloom_shift = self.unpack("IIII", off)
-        if nbuckets > MAX_ENTRIES or bloom_size > MAX_ENTRIES:
-            raise Unreadable(f"DT_GNU_HASH claims {nbuckets} buckets, {bloom_size} bloom words", off)
+        if nbuckets > MAX_ENTRIES or bloom_size > MAX_ENTRIES or symoffset > MAX_SYMBOLS:
+            raise Unreadable(f"DT_GNU_HASH claims {nbuckets} buckets, {bloom_size} bloom words, "
+                             f"symoffset {symoffset}", off)
         bloom_off = off + 16
         buckets_off = bloom_off + bloom_size * self.wsize
-        self.offset_of(addr, 16 + bloom_size * self.wsize + 4 * nbuckets)
+        self.at_tag("GNU_HASH", 16 + bloom_size * self.wsize + 4 * nbuckets)
         bloom = self.unpack("W" * bloom_size, bloom_off) if bloom_size else ()
         buckets = self.unpack("I" * nbuckets, buckets_off) if nbuckets else ()
         return {"nbuckets": nbuckets, "symoffset": symoffset, "bloom_shift": bloom_shift,
-                "bloom": bloom, "buckets": buckets, "chain_off": buckets_off + 4 * nbuckets}
+                "bloom_size": bloom_size, "bloom": bloom, "buckets": buckets, "offset": off,
+                "chain_off": buckets_off + 4 * nbuckets}
 
     def gnu_lookup(self, name, symbols):
         t = self.gnu_hash_table()
@@ -442,33 +632,85 @@ class ElfImage:
         if idx == 0:
             return None
         if idx < t["symoffset"]:
-            raise Unreadable(f"DT_GNU_HASH bucket points below symoffset for {name!r}")
-        for _ in range(MAX_ENTRIES):
+            raise Unreadable(f"DT_GNU_HASH bucket points below symoffset for {name!r}", t["offset"])
+        for _ in range(MAX_SYMBOLS):
             ch = self.u32(t["chain_off"] + 4 * (idx - t["symoffset"]))
             if (ch | 1) == (h | 1) and idx < len(symbols) and symbols[idx].name == name:
                 return idx
             if ch & 1:
                 return None
             idx += 1
-        raise Unreadable(f"DT_GNU_HASH chain for {name!r} never ends")
+        raise Unreadable(f"DT_GNU_HASH chain for {name!r} never ends", t["offset"])
+
+    # -- relocations (as a loader would find them) ---------------------------------
+
+    def dynamic_relocs(self):
+        """Every entry of DT_REL, DT_RELA and DT_JMPREL."""
+        out = []
+        w = self.wsize
+        pltrel = self.dyn("PLTREL")
+        for table, addr_tag, size_tag, rela in (("DT_REL", "REL", "RELSZ", False),
+                                                ("DT_RELA", "RELA", "RELASZ", True),
+                                                ("DT_JMPREL", "JMPREL", "PLTRELSZ", pltrel == DT["RELA"])):
+            addr, size = self.dyn(addr_tag), self.dyn(size_tag)
+            if addr is None or not size:
+                continue
+            entsize = (3 if rela else 2) * w
+            count = size // entsize
+            if count > MAX_ENTRIES:
+                raise Unreadable(f"{table}: {count} relocations", self.dyn_offset(size_tag))
+            base = self.at_tag(addr_tag, count * entsize)
+            for i in range(count):
+                out.append(self._reloc(table, base + i * entsize))
+        return out
+
+    def _reloc(self, table, off):
+        w = self.wsize
+        raw = self.data[off + w:off + 2 * w]
+        if self.e_machine == EM_MIPS and self.elf_class == 64:
+            # r_sym (4 bytes), r_ssym, r_type3, r_type2, r_type (1 byte each)
+            sym = int.from_bytes(raw[0:4], self.endian)
+            rtype = raw[7] | raw[6] << 8 | raw[5] << 16
+            return Reloc(table, off, rtype, sym)
+        info = int.from_bytes(raw, self.endian)
+        if self.elf_class == 32:
+            return Reloc(table, off, info & 0xFF, info >> 8)
+        return Reloc(table, off, info & 0xFFFFFFFF, info >> 32)
 
     # -- notes -------------------------------------------------------------
 
     def _read_notes(self):
+        """Walk every PT_NOTE with 4-byte alignment, as vDSO consumers do.
+
+        A note that does not parse ends the walk of its segment and is kept
+        in `note_problems` for the rules."""
         notes = []
         for seg in self.segments_of_type(PT_NOTE):
             off, end = seg.offset, seg.offset + seg.filesz
             if end > len(self.data):
-                raise Unreadable(f"PT_NOTE at 0x{seg.offset:x} runs past the end of the file", seg.hdr_offset)
-            while off + 12 <= end and len(notes) < 1024:
+                self.note_problems.append((seg.hdr_offset, f"PT_NOTE 0x{seg.offset:x}+0x{seg.filesz:x} "
+                                                           "runs past the end of the file"))
+                continue
+            if off % 4:
+                self.note_problems.append((seg.hdr_offset, f"PT_NOTE at 0x{off:x} is not 4-byte aligned"))
+            while off < end and len(notes) < MAX_NOTES:
+                if off + 12 > end:
+                    self.note_problems.append((off, f"{end - off} stray byte(s) at the end of PT_NOTE"))
+                    break
                 namesz, descsz, ntype = self.unpack("III", off)
                 name_off = off + 12
                 desc_off = name_off + _align4(namesz)
                 nxt = desc_off + _align4(descsz)
                 if nxt > end:
-                    raise Unreadable(f"note at 0x{off:x} runs past its PT_NOTE", off)
-                name = self.data[name_off:name_off + namesz].rstrip(b"\0").decode("utf-8", "replace")
-                notes.append(Note(name, ntype, self.data[desc_off:desc_off + descsz], off, off % 4 == 0))
+                    self.note_problems.append((off, f"note (namesz {namesz}, descsz {descsz}) runs past "
+                                                    f"its PT_NOTE, which ends at 0x{end:x}"))
+                    break
+                raw_name = self.data[name_off:name_off + namesz]
+                name = raw_name.rstrip(b"\0").decode("utf-8", "replace")
+                if namesz and raw_name[-1:] != b"\0":
+                    self.note_problems.append((off, f"note name {name!r} is not NUL-terminated"))
+                notes.append(Note(name, ntype, self.data[desc_off:desc_off + descsz], off, off % 4 == 0,
+                                  namesz))
                 off = nxt
         return notes
 

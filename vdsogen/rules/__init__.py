@@ -6,6 +6,7 @@ a Context and yields (where, message) pairs; the engine turns them into
 findings with the severity the profile gives.  IDs never change meaning.
 """
 
+import textwrap
 from dataclasses import dataclass, field
 
 from vdsogen.elf import Unreadable
@@ -13,6 +14,19 @@ from vdsogen.errors import ImageError
 
 PROFILES = ("linux", "qemu-user", "strict")
 SEVERITIES = ("error", "warning", "info")
+PROFILE_HELP = {
+    "linux": "what Linux itself and the libraries that use its vDSO require (default)",
+    "qemu-user": "QEMU's linux-user loader: it maps one writable PT_LOAD at 0 and relocates it itself",
+    "strict": "every warning is an error",
+}
+# Expect fields `vdsogen audit` fills from the ABI catalogue; a rule that
+# needs anything else compares with a target spec and runs in check only.
+AUDIT_FIELDS = {"abi", "elf_class", "endian", "machine", "soname", "versions", "flags", "trampolines",
+                "abi_info", "page_size"}
+
+
+def worse(a, b):
+    return a if SEVERITIES.index(a) <= SEVERITIES.index(b) else b
 
 
 @dataclass(frozen=True)
@@ -23,9 +37,18 @@ class Rule:
     explain: str
     func: object = field(compare=False, repr=False)
     needs: tuple = ()         # Expect attributes the rule compares against
+    check: str | None = None  # severity when a vdsogen-built image is checked against its spec
 
     def applies(self, expect):
         return all(getattr(expect, n) is not None for n in self.needs)
+
+    @property
+    def in_audit(self):
+        return set(self.needs) <= AUDIT_FIELDS
+
+    def severity_for(self, profile, generated=False):
+        sev = self.severity[profile]
+        return worse(sev, self.check) if generated and self.check else sev
 
 
 @dataclass(frozen=True)
@@ -49,12 +72,16 @@ class Expect:
     elf_class: int | None = None
     endian: str | None = None
     machine: int | None = None
-    soname: str | None = None
+    soname: str | tuple | None = None  # the soname, or every soname the ABI allows
     versions: tuple | None = None      # version node names
     exports: dict | None = None        # name -> (version, binding); the exact set
     trampolines: tuple | None = None   # (name, lead words, words)
     page_size: int | None = None
     data_pages: int | None = None
+    flags: tuple | None = None         # vdsogen.abi.FlagRule constraints on e_flags
+    abi_info: object | None = None     # vdsogen.abi.Abi: core entry points, consumers' lookups
+    abi_problem: str | None = None     # why no catalogue ABI fits the image
+    generated: bool = False            # a vdsogen-built image checked against its spec
 
 
 @dataclass
@@ -62,13 +89,15 @@ class Context:
     image: object               # vdsogen.elf.ElfImage
     expect: Expect
     profile: str = "linux"
+    cache: dict = field(default_factory=dict)   # results rules share (consumer verdicts)
 
 
 REGISTRY = {}
 
 
-def rule(rule_id, severity, reason, explain="", needs=(), **profiles):
-    """Register a rule.  `profiles` override the severity, e.g. qemu_user="info"."""
+def rule(rule_id, severity, reason, explain="", needs=(), check=None, **profiles):
+    """Register a rule.  `profiles` override the severity, e.g. qemu_user="info";
+    `check` raises it for vdsogen's own images checked against their spec."""
     def register(func):
         if rule_id in REGISTRY:
             raise ValueError(f"rule {rule_id} registered twice")
@@ -77,9 +106,16 @@ def rule(rule_id, severity, reason, explain="", needs=(), **profiles):
             sev[key.replace("_", "-")] = value
         if sev["strict"] == "warning":
             sev["strict"] = "error"
-        REGISTRY[rule_id] = Rule(rule_id, sev, reason, explain.strip() or reason, func, tuple(needs))
+        REGISTRY[rule_id] = Rule(rule_id, sev, reason, _dedent(explain) or reason, func, tuple(needs), check)
         return func
     return register
+
+
+def _dedent(text):
+    lines = text.strip().splitlines()
+    if not lines:
+        return ""
+    return lines[0].strip() + ("\n" + textwrap.dedent("\n".join(lines[1:])) if len(lines) > 1 else "")
 
 
 def all_rules():
@@ -94,7 +130,8 @@ def get_rule(rule_id):
 
 def _load():
     # Rule modules register themselves on import.
-    from vdsogen.rules import code, dynamic, header, notes, segments, symbols, target, versions  # noqa: F401
+    from vdsogen.rules import (code, consumers, dynamic, hashes, header, notes, sections,  # noqa: F401
+                               segments, symbols, target, versions)
 
 
 def run(ctx, only=None):
@@ -105,7 +142,7 @@ def run(ctx, only=None):
             continue
         if not r.applies(ctx.expect):
             continue
-        sev = r.severity[ctx.profile]
+        sev = r.severity_for(ctx.profile, ctx.expect.generated)
         try:
             for where, message in r.func(ctx) or ():
                 out.append(Finding(r.id, sev, where, message))

@@ -1,19 +1,22 @@
 """Rules that read the code itself."""
 
-from vdsogen.elf import SHF_EXECINSTR
+from vdsogen import decode
+from vdsogen.elf import (EM_AARCH64, EM_ARM, PF_X, SHF_EXECINSTR, SHT_NOBITS, STB_LOCAL, STT_FUNC,
+                         STT_NOTYPE)
 from vdsogen.rules import rule
 
 EM_PPC, EM_PPC64 = 20, 21
 BCL_20_31_NEXT = 0x429F0005   # bcl 20,31,.+4
+MAX_FINDINGS = 20
 
 
 def code_words(img):
     """(file offset, 32-bit word) of every aligned word in executable sections."""
     for sec in img.sections:
-        if sec.flags & SHF_EXECINSTR and sec.type != 8:   # SHT_NOBITS holds no code
+        if sec.flags & SHF_EXECINSTR and sec.type != SHT_NOBITS:   # SHT_NOBITS holds no code
             data = img.data[sec.offset:sec.offset + sec.size]
             for i in range(0, len(data) - 3, 4):
-                yield sec.offset + i, int.from_bytes(data[i:i + 4], img.endian)
+                yield sec.offset + i, int.from_bytes(data[i:i + 4], img.code_endian)
 
 
 @rule("K001", "error", "powerpc: every bcl must be `bcl 20,31,.+4`, the form that spares the link-stack predictor",
@@ -31,3 +34,95 @@ def powerpc_bcl(ctx):
         if word & 0xFC000003 == 0x40000001 and word != BCL_20_31_NEXT:
             bo, bi, bd = (word >> 21) & 31, (word >> 16) & 31, word & 0xFFFC
             yield f"@0x{off:x}", f"bcl {bo},{bi},.{'+' if bd < 0x8000 else '-'}{bd if bd < 0x8000 else 0x10000 - bd}"
+
+
+def code_regions(img):
+    """[(address, bytes, file offset)] of the code: executable sections, or
+    executable PT_LOADs when there is no section table.  .altinstr_replacement
+    is left out: its code is copied elsewhere before it runs."""
+    out = []
+    for sec in img.sections:
+        if (sec.flags & SHF_EXECINSTR and sec.type != SHT_NOBITS and sec.size
+                and sec.name != ".altinstr_replacement" and sec.offset < len(img.data)):
+            out.append((sec.addr, img.data[sec.offset:sec.offset + sec.size], sec.offset))
+    if not img.sections:
+        for seg in img.loads:
+            if seg.flags & PF_X:
+                out.append((seg.vaddr, img.data[seg.offset:seg.offset + seg.filesz], seg.offset))
+    return out
+
+
+def entry_points(img, regions):
+    """(address, mode) of every function the symbol tables name inside the code."""
+    out = set()
+    for s in img.dynsym[1:] + img.symtab[1:]:
+        if not s.defined:
+            continue
+        if s.type != STT_FUNC and not (s.type == STT_NOTYPE and s.table == ".dynsym" and s.bind != STB_LOCAL):
+            continue
+        addr, mode = s.value, None
+        if img.e_machine == EM_ARM:
+            addr, mode = s.value & ~1, "thumb" if s.value & 1 else "arm"
+        if any(a <= addr < a + len(code) for a, code, _o in regions):
+            out.add((addr, mode))
+    return sorted(out, key=lambda e: (e[0], e[1] or ""))
+
+
+def reached(ctx):
+    """Every instruction reached from the entry points, computed once per image."""
+    if "code" not in ctx.cache:
+        img = ctx.image
+        regions = code_regions(img)
+        plain = [(a, code) for a, code, _o in regions]
+        ctx.cache["code"] = (regions, list(decode.walk(img, plain, entry_points(img, regions))))
+    return ctx.cache["code"]
+
+
+def _where(regions, img, addr):
+    for a, code, off in regions:
+        if a <= addr < a + len(code):
+            sec = next((s for s in img.sections if s.offset == off and s.addr == a), None)
+            name = sec.name if sec else "code"
+            return f"{name} @0x{off + addr - a:x}"
+    return f"@0x{addr:x}"
+
+
+@rule("K002", "error", "direct branches and calls must stay inside the image",
+      """A call or jump to an address outside the mapped image (a PLT that
+      does not exist, an absolute address, a symbol the link left
+      unresolved, a prelinked address) lands in the data pages or in
+      unmapped memory.  The code is followed from every function symbol,
+      for x86, arm64, arm/Thumb, powerpc, MIPS, RISC-V, s390x and
+      LoongArch.""")
+def branches_inside(ctx):
+    img = ctx.image
+    regions, insns = reached(ctx)
+    lo = min((s.vaddr for s in img.loads), default=0)
+    hi = img.image_end
+    count = 0
+    for addr, insn, _raw in insns:
+        if insn.target is None or lo <= insn.target < hi:
+            continue
+        count += 1
+        if count <= MAX_FINDINGS:
+            yield _where(regions, img, addr), (f"{insn.kind} at 0x{addr:x} to 0x{insn.target & (1 << 64) - 1:x}, "
+                                               f"outside the image [0x{lo:x}, 0x{hi:x})")
+    if count > MAX_FINDINGS:
+        yield "code", f"{count - MAX_FINDINGS} more branch(es) outside the image"
+
+
+@rule("K003", "error", "arm64 code must not write x18",
+      """x18 is the platform register: some ABIs reserve it and Linux uses it
+      for the Shadow Call Stack, so a vDSO called from any process must
+      leave it alone (-ffixed-x18, no -fsanitize=shadow-call-stack).""")
+def arm64_x18(ctx):
+    img = ctx.image
+    if img.e_machine != EM_AARCH64:
+        return
+    regions, insns = reached(ctx)
+    count = 0
+    for addr, insn, raw in insns:
+        if len(raw) == 4 and decode.arm64_writes_x18(int.from_bytes(raw, "little")):
+            count += 1
+            if count <= MAX_FINDINGS:
+                yield _where(regions, img, addr), f"instruction 0x{int.from_bytes(raw, 'little'):08x} at 0x{addr:x} writes x18"

@@ -40,3 +40,63 @@ def section_headers(ctx):
     if not img.e_shoff or not img.e_shnum or not img.e_shstrndx:
         yield "e_shoff", (f"no usable section header table (e_shoff 0x{img.e_shoff:x}, "
                           f"e_shnum {img.e_shnum}, e_shstrndx {img.e_shstrndx})")
+
+
+@rule("H006", "error", "e_flags must carry the target ABI's flags (ARM EABI 5 without float-ABI bits, MIPS ABI bits)",
+      """Linux's vdsomunge rejects an ARM image marked hard-float and clears
+      the soft-float bit so that both float ABIs can use one image; a MIPS
+      image's ABI bits (o32, n32's EF_MIPS_ABI2, n64) must name the ABI the
+      kernel maps it for.  `vdsogen check` compares e_flags with the spec's
+      value exactly.""", needs=("flags",))
+def e_flags(ctx):
+    flags = ctx.image.e_flags
+    for f in ctx.expect.flags:
+        if not f.warn and not f.ok(flags):
+            yield "e_flags @0x24" if ctx.image.elf_class == 32 else "e_flags @0x30", (
+                f"e_flags 0x{flags:08x}: expected {f.what} (bits 0x{flags & f.mask:x} under mask 0x{f.mask:x})")
+
+
+@rule("H007", "warning", "ppc64 e_flags should name the ELF ABI version the image uses (1 for ELFv1, 2 for ELFv2)",
+      """lld stamps ELFv1 (big-endian ppc64) images with EF_PPC64_ABI 2; tools
+      that trust the flag then take plain code labels for ELFv2 entry points
+      and the other way round.""", needs=("flags",))
+def ppc64_abi_flag(ctx):
+    flags = ctx.image.e_flags
+    for f in ctx.expect.flags:
+        if f.warn and not f.ok(flags):
+            yield "e_flags", f"e_flags 0x{flags:x}: expected {f.what}"
+
+
+@rule("H008", "warning", "e_entry should be 0, except on i386 where it is __kernel_vsyscall",
+      """glibc on i386 calls e_entry as __kernel_vsyscall when the kernel
+      passes no AT_SYSINFO; elsewhere nothing reads e_entry, and a non-zero
+      value hints at an image linked as a program.""", needs=("abi_info",))
+def e_entry(ctx):
+    img, want = ctx.image, ctx.expect.abi_info.entry
+    if want is None:
+        if img.e_entry:
+            yield "e_entry @0x18", f"e_entry 0x{img.e_entry:x}, expected 0"
+        return
+    sym = next((s for s in img.dynsym if s.name == want and s.defined), None)
+    if sym is None:
+        yield "e_entry @0x18", f"e_entry 0x{img.e_entry:x}, and no {want} to compare with"
+    elif img.e_entry != sym.value:
+        yield "e_entry @0x18", f"e_entry 0x{img.e_entry:x}, but {want} is at 0x{sym.value:x}"
+
+
+@rule("H009", "error", "EI_OSABI must be ELFOSABI_SYSV (0)",
+      """Consumers index every structure by the System V ABI; GNU ld marks an
+      object ELFOSABI_GNU when it uses GNU extensions (IFUNC, unique
+      symbols) that no vDSO consumer implements.""")
+def osabi(ctx):
+    if ctx.image.osabi != 0:
+        yield "e_ident[EI_OSABI] @0x7", f"EI_OSABI {ctx.image.osabi}, expected 0 (System V)"
+
+
+@rule("H010", "warning", "the image's class, machine, byte order and flags should be those of a known Linux vDSO ABI",
+      """`vdsogen audit` picks the ABI from the ELF identity; when none in its
+      catalogue fits, the ABI-specific rules and the consumer checks cannot
+      run.  Pass --arch to name the ABI.""")
+def known_abi(ctx):
+    if ctx.expect.abi_problem:
+        yield "e_machine @0x12", ctx.expect.abi_problem

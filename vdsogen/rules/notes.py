@@ -1,19 +1,77 @@
-"""Note rules."""
+"""Note rules: the notes are walked through PT_NOTE with 4-byte alignment."""
 
+from vdsogen.elf import PT_NOTE
 from vdsogen.rules import rule
 
-NT_GNU_BUILD_ID = 3
+NT_GNU_BUILD_ID, NT_GNU_PROPERTY_TYPE_0 = 3, 5
+NT_LINUX_VERSION, NT_LINUX_BUILD_SALT = 0, 0x100
 
 
-@rule("N001", "error", "a Linux version note (\"Linux\", type 0, 4-byte LINUX_VERSION_CODE) must be present",
+@rule("N001", "warning", "a Linux version note (\"Linux\", type 0, 4-byte LINUX_VERSION_CODE) should be present",
       """Linux emits it in every vDSO; older glibc read the kernel version
-      from it.""", strict="error")
+      from it.  vdsogen's own images must carry it (an error in check).""",
+      check="error")
 def linux_note(ctx):
-    if not any(n.name == "Linux" and n.type == 0 and len(n.desc) == 4 for n in ctx.image.notes):
+    if not any(n.name == "Linux" and n.type == NT_LINUX_VERSION and len(n.desc) == 4 for n in ctx.image.notes):
         yield "PT_NOTE", "no Linux version note"
 
 
-@rule("N002", "error", "a GNU build-id note must be present: debuggers fetch the unstripped image by it")
+@rule("N002", "warning", "a GNU build-id note should be present: debuggers fetch the unstripped image by it",
+      """gdb and debuginfod find the unstripped .so.dbg of the vDSO mapped in a
+      process through its build-id; kernels link with --build-id=sha1.
+      vdsogen's own images must carry it (an error in check).""", check="error")
 def build_id(ctx):
     if not any(n.name == "GNU" and n.type == NT_GNU_BUILD_ID and n.desc for n in ctx.image.notes):
         yield "PT_NOTE", "no GNU build-id note"
+
+
+@rule("N003", "error", "every note in PT_NOTE must parse with 4-byte alignment",
+      """vDSO notes are 4-byte aligned, and consumers (glibc reading the Linux
+      version note, debuggers reading the build-id) walk PT_NOTE with that
+      alignment: a note whose sizes run past its segment, a misaligned
+      segment or stray bytes stop the walk.""")
+def notes_well_formed(ctx):
+    for offset, message in ctx.image.note_problems:
+        yield f"PT_NOTE @0x{offset:x}", message
+
+
+def _property_sections(img):
+    return [s for s in img.sections if s.name == ".note.gnu.property" and s.size]
+
+
+@rule("N004", "error", "no .note.gnu.property (8-byte aligned) inside PT_NOTE",
+      """The GNU property note is 8-byte aligned on 64-bit targets; inside a
+      PT_NOTE walked with 4-byte alignment it shifts every note after it.
+      arm64 and x86 discard it from their vDSOs (fixed in 2021, after
+      note parsing broke).""")
+def no_gnu_property(ctx):
+    img = ctx.image
+    notes = img.segments_of_type(PT_NOTE)
+    for n in img.notes:
+        if n.name == "GNU" and n.type == NT_GNU_PROPERTY_TYPE_0:
+            yield f"PT_NOTE @0x{n.offset:x}", "GNU property note (NT_GNU_PROPERTY_TYPE_0)"
+            return
+    for sec in _property_sections(img):
+        if any(seg.offset <= sec.offset < seg.offset + seg.filesz for seg in notes):
+            yield f".note.gnu.property @0x{sec.offset:x}", ".note.gnu.property lies inside PT_NOTE"
+
+
+@rule("N005", "warning", "notes owned by \"Linux\" should be the version note (type 0) or the build salt (type 0x100)",
+      """The kernel emits a 4-byte LINUX_VERSION_CODE (type 0) and, where the
+      distribution sets one, a NUL-terminated build-salt string (type 0x100,
+      possibly empty; readelf calls it "OPEN", elflint "unknown").  Other
+      Linux-owned types, or those two malformed, are not what any reader
+      expects.""")
+def linux_notes_known(ctx):
+    for n in ctx.image.notes:
+        if n.name != "Linux":
+            continue
+        where = f"PT_NOTE @0x{n.offset:x}"
+        if n.type == NT_LINUX_VERSION:
+            if len(n.desc) != 4:
+                yield where, f"Linux version note with {len(n.desc)} bytes of description, expected 4"
+        elif n.type == NT_LINUX_BUILD_SALT:
+            if n.desc and n.desc[-1:] != b"\0":
+                yield where, "Linux build-salt note is not a NUL-terminated string"
+        else:
+            yield where, f"Linux note of unknown type 0x{n.type:x}"

@@ -1,7 +1,7 @@
 """Program header rules: one R+X mapping from offset 0, as the kernel maps it."""
 
-from vdsogen.elf import (PF_R, PF_W, PF_X, PT_DYNAMIC, PT_GNU_PROPERTY, PT_GNU_RELRO, PT_INTERP,
-                         PT_LOAD, PT_NOTE, PT_TLS)
+from vdsogen.elf import (PF_R, PF_W, PF_X, PT_DYNAMIC, PT_GNU_EH_FRAME, PT_GNU_PROPERTY, PT_GNU_RELRO,
+                         PT_GNU_STACK, PT_INTERP, PT_LOAD, PT_NOTE, PT_NULL, PT_PHDR, PT_TLS)
 from vdsogen.rules import rule
 
 
@@ -85,3 +85,77 @@ def no_writable(ctx):
 def has_note(ctx):
     if not ctx.image.segments_of_type(PT_NOTE):
         yield "program headers", "no PT_NOTE"
+
+
+@rule("P009", "error", "the PT_LOAD must cover the ELF header and the program headers",
+      """Consumers find the program headers through the mapped ELF header
+      (AT_SYSINFO_EHDR), so both must lie inside the one mapping.""")
+def load_covers_headers(ctx):
+    img = ctx.image
+    if not img.loads:
+        return
+    seg = img.loads[0]
+    phsize = 32 if img.elf_class == 32 else 56
+    end = max(52 if img.elf_class == 32 else 64, img.e_phoff + img.e_phnum * phsize)
+    if seg.offset == 0 and seg.filesz < end:
+        yield _at(seg), (f"PT_LOAD covers file bytes 0x{seg.offset:x}-0x{seg.offset + seg.filesz:x}, "
+                         f"headers need 0-0x{end:x}")
+
+
+PT_ARM_EXIDX = 0x70000001
+PT_MIPS_REGINFO, PT_MIPS_RTPROC, PT_MIPS_OPTIONS, PT_MIPS_ABIFLAGS = 0x70000000, 0x70000001, 0x70000002, 0x70000003
+PT_RISCV_ATTRIBUTES = 0x70000003
+EM_ARM, EM_MIPS, EM_RISCV = 40, 8, 243
+COMMON = {PT_LOAD, PT_DYNAMIC, PT_NOTE, PT_GNU_EH_FRAME, PT_GNU_STACK, PT_PHDR} | set(FORBIDDEN)
+ARCH_PHDRS = {EM_ARM: {PT_ARM_EXIDX}, EM_MIPS: {PT_NULL, PT_MIPS_REGINFO, PT_MIPS_OPTIONS, PT_MIPS_ABIFLAGS},
+              EM_RISCV: {PT_RISCV_ATTRIBUTES}}
+
+
+@rule("P010", "error", "file layout must equal memory layout: every segment's p_vaddr - p_offset is the PT_LOAD's",
+      """The kernel maps the file as it is, so an address is always its file
+      offset (plus the load's).  musl and Go locate PT_DYNAMIC by p_offset,
+      glibc by p_vaddr: when the two disagree, they read different bytes.
+      gVisor's vDSO checker encodes the same rule.""")
+def layout_matches(ctx):
+    img = ctx.image
+    if not img.loads:
+        return
+    delta = img.loads[0].vaddr - img.loads[0].offset
+    for seg in img.segments:
+        if seg.type == PT_NULL or not seg.filesz:
+            continue
+        if img.e_machine == EM_RISCV and seg.type == PT_RISCV_ATTRIBUTES:
+            continue    # describes .riscv.attributes, which is not loaded: its address means nothing
+        if seg.vaddr - seg.offset != delta:
+            yield _at(seg), (f"segment type 0x{seg.type:x} at offset 0x{seg.offset:x}, vaddr 0x{seg.vaddr:x}: "
+                             f"vaddr - offset is 0x{(seg.vaddr - seg.offset) & (1 << img.elf_class) - 1:x}, "
+                             f"the load's is 0x{delta & (1 << img.elf_class) - 1:x}")
+
+
+@rule("P011", "warning", "program headers should be the usual ones, and arch extras the known ones",
+      """Besides PT_LOAD, PT_DYNAMIC, PT_NOTE and PT_GNU_EH_FRAME, real images
+      carry PT_ARM_EXIDX (arm), PT_MIPS_ABIFLAGS (first), PT_MIPS_REGINFO and
+      PT_NULL leftovers (MIPS GNU ld), PT_RISCV_ATTRIBUTES (both linkers), a
+      non-executable PT_GNU_STACK.  Anything else is a header no consumer
+      expects.""")
+def known_phdrs(ctx):
+    img = ctx.image
+    allowed = COMMON | ARCH_PHDRS.get(img.e_machine, set())
+    for seg in img.segments:
+        if seg.type not in allowed:
+            yield _at(seg), f"unexpected program header type 0x{seg.type:x}"
+        elif seg.type == PT_GNU_STACK and seg.flags & PF_X:
+            yield _at(seg), "PT_GNU_STACK asks for an executable stack"
+        elif (img.e_machine == EM_MIPS and seg.type == PT_MIPS_ABIFLAGS and img.segments[0].type != seg.type):
+            yield _at(seg), "PT_MIPS_ABIFLAGS must be the first program header"
+
+
+@rule("P012", "warning", ".eh_frame should come with PT_GNU_EH_FRAME, through which unwinders find it",
+      """Unwinders (libgcc, libunwind, gdb) find a shared object's FDEs through
+      PT_GNU_EH_FRAME and .eh_frame_hdr; an .eh_frame without them is dead
+      weight, and signal frames through the vDSO cannot be unwound.""")
+def eh_frame_hdr(ctx):
+    img = ctx.image
+    sec = img.section(".eh_frame")
+    if sec is not None and sec.size and not img.segments_of_type(PT_GNU_EH_FRAME):
+        yield f".eh_frame @0x{sec.offset:x}", f".eh_frame of {sec.size} bytes, but no PT_GNU_EH_FRAME"

@@ -1,6 +1,6 @@
 """Symbol rules: what the vDSO exports, and that nothing is left undefined."""
 
-from vdsogen.elf import STB_GLOBAL, STB_WEAK, STT_FUNC, STT_NOTYPE, STT_OBJECT, SHN_ABS
+from vdsogen.elf import SHN_ABS, STB_GLOBAL, STB_WEAK, STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE, STT_OBJECT, STT_TLS
 from vdsogen.rules import rule
 
 BINDINGS = {STB_GLOBAL: "global", STB_WEAK: "weak"}
@@ -60,3 +60,96 @@ def export_notype(ctx):
     for sym in exported(ctx.image):
         if sym.type == STT_NOTYPE:
             yield f".dynsym[{sym.index}]", f"{sym.name} is STT_NOTYPE"
+
+
+# Names that show the image was built with a flag a vDSO must not have, or
+# calls a helper nothing provides (elf-rules §10).
+BANNED_EXACT = {
+    "__stack_chk_fail": "stack protector", "__stack_chk_guard": "stack protector",
+    "__stack_chk_fail_local": "stack protector",
+    "mcount": "profiling (-pg)", "_mcount": "profiling (-pg)", "__mcount": "profiling (-pg)",
+    "__fentry__": "ftrace (-mfentry)", "__cyg_profile_func_enter": "-finstrument-functions",
+    "__cyg_profile_func_exit": "-finstrument-functions",
+    "__x86_return_thunk": "return thunks", "__sanitizer_cov_trace_pc": "coverage",
+    "__udivdi3": "libgcc helper", "__umoddi3": "libgcc helper", "__divdi3": "libgcc helper",
+    "__moddi3": "libgcc helper", "__udivmoddi4": "libgcc helper", "__lshrdi3": "libgcc helper",
+    "__ashldi3": "libgcc helper", "__ashrdi3": "libgcc helper", "__muldi3": "libgcc helper",
+    "__divti3": "libgcc helper", "__udivti3": "libgcc helper", "__umodti3": "libgcc helper",
+    "__modti3": "libgcc helper", "__clzdi2": "libgcc helper", "__ctzdi2": "libgcc helper",
+    "__popcountdi2": "libgcc helper",
+}
+BANNED_PREFIX = {
+    "__asan_": "sanitizer", "__ubsan_handle_": "sanitizer", "__tsan_": "sanitizer", "__msan_": "sanitizer",
+    "__hwasan_": "sanitizer", "__kasan_": "sanitizer", "__kcsan_": "sanitizer", "__sanitizer_cov_": "coverage",
+    "__gcov_": "coverage", "__llvm_gcov": "coverage", "__llvm_profile_": "coverage",
+    "__x86_indirect_thunk_": "retpolines", "__x86_indirect_call_thunk_": "retpolines",
+    "__aeabi_": "libgcc helper (ARM EABI)", "__cfi_": "CFI",
+}
+UNDEFINED_ONLY = {"memcpy", "memset", "memmove", "memcmp"}
+
+
+def banned(name):
+    if name in BANNED_EXACT:
+        return BANNED_EXACT[name]
+    for prefix, what in BANNED_PREFIX.items():
+        if name.startswith(prefix):
+            return what
+    return None
+
+
+@rule("S005", "error", "no stack-protector, instrumentation or libgcc helper symbols in any symbol table",
+      """Such a symbol shows a build flag a vDSO must not have (-fstack-protector,
+      -pg, -mfentry, sanitizers, coverage, retpoline thunks, CFI) or a call to
+      a helper nothing provides (64-bit division on 32-bit targets,
+      __aeabi_unwind_cpp_pr0 from ARM unwind tables, memcpy/memset).  lld-16
+      and -19 leave some of them undefined without failing the link.""")
+def banned_symbols(ctx):
+    img = ctx.image
+    for sym in img.dynsym[1:] + img.symtab[1:]:
+        what = banned(sym.name)
+        if what is None and sym.name in UNDEFINED_ONLY and not sym.defined:
+            what = "libc helper"
+        if what:
+            state = "undefined" if not sym.defined else "defined"
+            yield f"{sym.table}[{sym.index}]", f"{sym.name} ({what}, {state})"
+
+
+@rule("S006", "warning", "all exported entry points should lie in one page: the Go runtime's profiler assumes so",
+      """The Go runtime's inVDSOPage treats only the page around the first
+      symbol it resolved as vDSO code when a profiling signal arrives; a PC
+      in an entry point on another page is then taken for Go code and the
+      traceback goes wrong.""", needs=("page_size",))
+def entries_in_one_page(ctx):
+    page = ctx.expect.page_size
+    funcs = [s for s in exported(ctx.image) if s.type in (STT_FUNC, STT_NOTYPE)]
+    pages = {}
+    for s in funcs:
+        pages.setdefault((s.value & ~1) // page, []).append(s.name)
+    if len(pages) > 1:
+        main = max(pages, key=lambda p: len(pages[p]))
+        others = sorted(n for p, names in pages.items() if p != main for n in names)
+        shown = ", ".join(others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else "")
+        yield ".dynsym", (f"entry points spread over {len(pages)} {page}-byte pages: {shown} outside page {main}, "
+                          f"which holds the other {len(pages[main])}")
+
+
+@rule("S007", "error", "no STT_TLS or STT_GNU_IFUNC symbols: no loader runs for the vDSO",
+      """TLS symbols need a TLS block and IFUNC symbols need a resolver call,
+      both set up by a dynamic loader; nothing does that for a vDSO.""")
+def no_tls_ifunc(ctx):
+    for sym in ctx.image.dynsym[1:] + ctx.image.symtab[1:]:
+        if sym.type in (STT_TLS, STT_GNU_IFUNC):
+            kind = "STT_TLS" if sym.type == STT_TLS else "STT_GNU_IFUNC"
+            yield f"{sym.table}[{sym.index}]", f"{sym.name} is {kind}"
+
+
+@rule("S008", "warning", "the image should export every entry point all kernels of its ABI export",
+      """glibc, musl and Go fall back to a syscall for an entry point they do
+      not find; one every kernel of the ABI has (clock_gettime and
+      gettimeofday nearly everywhere) missing means a slower image, or a
+      stripped or mis-versioned one.""", needs=("abi_info",))
+def core_exports(ctx):
+    have = {s.name for s in exported(ctx.image)}
+    for name in ctx.expect.abi_info.core:
+        if name not in have:
+            yield ".dynsym", f"no {name}"

@@ -6,7 +6,7 @@ from vdsogen.rules import rule
 
 def _words(img, addr, count):
     raw = img.bytes_at(addr, 4 * count)
-    return [int.from_bytes(raw[i:i + 4], img.endian) for i in range(0, len(raw), 4)]
+    return [int.from_bytes(raw[i:i + 4], img.code_endian) for i in range(0, len(raw), 4)]
 
 
 @rule("T001", "error", "signal trampolines must be the exact instruction sequences unwinders match",

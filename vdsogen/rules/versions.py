@@ -34,7 +34,7 @@ def versions_present(ctx):
     defined = {v.index for v in verdefs}
     for i, v in enumerate(versym or ()):
         ndx = v & 0x7FFF
-        if ndx > 1 and ndx not in defined:
+        if ndx > 1 and ndx not in defined and img.dynsym[i].defined:   # D003 reports version needs
             yield f".gnu.version[{i}]", f"{img.dynsym[i].name} has version index {ndx}, which no verdef defines"
 
 
@@ -70,3 +70,45 @@ def verdef_hash(ctx):
     for v in img.verdefs() or ():
         if v.hash != elf_hash(v.name):
             yield f"verdef @0x{v.offset:x}", f"vd_hash 0x{v.hash:x} for {v.name!r}, expected 0x{elf_hash(v.name):x}"
+
+
+@rule("V004", "error", "the version nodes must be the target ABI's (after the BASE entry)",
+      """Every consumer asks for its symbols at the node its ABI defines
+      (LINUX_2.6 on x86, LINUX_2.6.39 on arm64, LINUX_2.6.15 on powerpc...);
+      a node missing or renamed hides every symbol in it from versioned
+      lookups.  An extra node is harmless to lookups but not what any
+      kernel emits.""", needs=("versions",))
+def version_nodes(ctx):
+    img = ctx.image
+    if img.dynamic is None:
+        return
+    verdefs = img.verdefs()
+    if not verdefs:
+        return   # V001 reports it
+    have = [v.name for v in verdefs if not v.flags & VER_FLG_BASE]
+    want = list(ctx.expect.versions)
+    for name in want:
+        if name not in have:
+            yield "verdef", f"no version node {name}"
+    for v in verdefs:
+        if not v.flags & VER_FLG_BASE and v.name not in want:
+            yield f"verdef @0x{v.offset:x}", f"unexpected version node {v.name!r} (expected {', '.join(want)})"
+
+
+@rule("V005", "error", "every export must be bound to a version node, as its default version",
+      """glibc, Go and the reference parser look every symbol up at a version
+      node; an export at index 0/1 (local or the BASE entry) or with the
+      hidden bit is invisible to those lookups.  GNU ld's version-node
+      marker symbols are not exports.""")
+def exports_versioned(ctx):
+    img = ctx.image
+    if img.dynamic is None or img.dyn("VERSYM") is None or not img.verdefs():
+        return   # V001 reports it
+    versym = img.versym(len(img.dynsym))
+    base = {v.index for v in img.verdefs() if v.flags & VER_FLG_BASE}
+    for sym in exported(img):
+        v = versym[sym.index]
+        if v & 0x7FFF in {0, 1} | base:
+            yield f".gnu.version[{sym.index}]", f"{sym.name} has version index {v & 0x7FFF}, not a version node"
+        elif v & 0x8000:
+            yield f".gnu.version[{sym.index}]", f"{sym.name} is hidden (versym 0x{v:x}): not the default version"
