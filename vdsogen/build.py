@@ -24,6 +24,13 @@ def build_target(target, outdir, builder=None, validate=None, files=None):
     outdir = Path(outdir)
     builder = builder or Builder(target)
     files = sources(target) if files is None else files
+    try:
+        return _build(target, outdir, builder, validate, files)
+    except OSError as e:
+        raise BuildError(f"{e.filename or outdir}: {e.strerror}") from None
+
+
+def _build(target, outdir, builder, validate, files):
     outdir.mkdir(parents=True, exist_ok=True)
     final_so, final_dbg = outdir / "vdso.so", outdir / "vdso.so.dbg"
     remove_quietly(final_so)

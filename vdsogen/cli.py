@@ -156,6 +156,10 @@ def main(argv=None):
         # `vdsogen rules | head` closed our stdout: not an error.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as e:
+        # A file the user named cannot be used (a directory, no space left...).
+        print(f"vdsogen: {e.filename or 'error'}: {e.strerror}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -155,7 +155,10 @@ def load_layout(name, _chain=()):
             ft.done()
         if not fields:
             t.error("fields", "a struct needs at least one field")
-        spec = (sname, fields, t.int("align", 0, lo=0, hi=4096), t.str("comment", ""), t, False)
+        align = t.int("align", 0, lo=0, hi=4096)
+        if align & (align - 1):
+            t.error("align", f"{align} is not a power of two")
+        spec = (sname, fields, align, t.str("comment", ""), t, False)
         t.done()
         if sname in raw_structs and not raw_structs[sname][5]:
             t.error("name", f"struct {sname!r} declared twice")

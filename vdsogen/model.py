@@ -37,6 +37,7 @@ CORE_IMPLS = {
 }
 
 CONVENTIONS = ("negative-errno", "cr0-so")
+COARSE_IN_MODE_NONE = ("page", "syscall")
 ENTRY_STYLES = ("c", "asm")
 SYSCALL_NR_MAX = 8191   # above every Linux ABI's table, MIPS's 4000/5000/6000 bases included
 BINDINGS = ("global", "weak")
@@ -109,6 +110,7 @@ class DataPages:
     page_size: int
     pages: int
     tick_nsec: int         # resolution of the coarse clocks (TICK_NSEC)
+    coarse_in_mode_none: str   # "page" (Linux) or "syscall"
 
 
 @dataclass(frozen=True)
@@ -344,8 +346,12 @@ def _parse(name, path, top):
         if page.struct and layout.struct(page.struct).size > page_size:
             dt.error("page_size", f"struct {page.struct} does not fit in a {page_size}-byte page")
     tick_nsec = dt.int("tick_nsec", lo=1, hi=999_999_999)
+    # Linux serves the coarse clocks from the page whatever the clock mode,
+    # since its timekeeper keeps their bases current; a runtime whose page
+    # writer stops updating in clock mode NONE wants the syscall instead.
+    coarse = dt.str("coarse_in_mode_none", "page", choices=COARSE_IN_MODE_NONE)
     dt.done()
-    datapage = DataPages(layout, page_size, pages, tick_nsec)
+    datapage = DataPages(layout, page_size, pages, tick_nsec, coarse)
 
     entry = top.table("entry")
     entry_style = entry.str("style", choices=ENTRY_STYLES)

@@ -21,7 +21,7 @@
 #define VDSO_PAGE_RNG	2
 #define VDSO_PAGE_ARCH	3
 /* In a time namespace the time page holds the namespace's offsets and the real data sits here. */
-#define VDSO_TIMENS_REAL_OFFSET	((1 - 0) * VDSO_PAGE_SIZE)
+#define VDSO_TIMENS_REAL_OFFSET	0x1000
 
 /* One clock base: seconds, and nanoseconds (left-shifted by 'shift' for counter clocks). */
 struct vdso_timestamp {

@@ -4,14 +4,16 @@
  * specs/ppc64le.toml.
  *
  * Each export wraps vdso_c_<impl>() of vdso.c: it makes its own stack
- * frame (the caller may have none), saves LR, finds the time data, passes
- * it after the caller's arguments, and returns in the syscall convention:
- * CR0.SO clear and r3 the result on success, CR0.SO set and r3 a positive
- * errno on failure.  The C needs no TOC, so r2 is neither set up nor saved.
+ * frame (the caller may have none), saves LR and the caller's TOC pointer,
+ * points r2 at this image's TOC (the C is entered at its local entry point,
+ * which trusts r2), finds the time data and passes it after the caller's
+ * arguments, and returns in the syscall convention: CR0.SO clear and r3 the
+ * result on success, CR0.SO set and r3 a positive errno on failure.
  */
 
 /* ELFv2 frame header (back chain, CR, LR and TOC slots: 32 bytes), then our LR. */
 #define FRAME_SIZE	48
+#define FRAME_TOC	24
 #define FRAME_LR	32
 
 	.hidden	vdso_u_time_data
@@ -26,11 +28,15 @@ __kernel_clock_gettime:
 	.cfi_def_cfa_offset FRAME_SIZE
 	std	%r0, FRAME_LR(%r1)
 	.cfi_offset lr, FRAME_LR - FRAME_SIZE
+	std	%r2, FRAME_TOC(%r1)
 	bcl	20, 31, .+4		/* LR = 1f; this form leaves the return stack alone */
-1:	mflr	%r5
-	addis	%r5, %r5, (vdso_u_time_data - 1b)@ha
+1:	mflr	%r12
+	addis	%r2, %r12, (.TOC. - 1b)@ha
+	addi	%r2, %r2, (.TOC. - 1b)@l
+	addis	%r5, %r12, (vdso_u_time_data - 1b)@ha
 	addi	%r5, %r5, (vdso_u_time_data - 1b)@l
 	bl	vdso_c_clock_gettime
+	ld	%r2, FRAME_TOC(%r1)
 	ld	%r0, FRAME_LR(%r1)
 	addi	%r1, %r1, FRAME_SIZE
 	.cfi_def_cfa_offset 0
@@ -54,11 +60,15 @@ __kernel_clock_getres:
 	.cfi_def_cfa_offset FRAME_SIZE
 	std	%r0, FRAME_LR(%r1)
 	.cfi_offset lr, FRAME_LR - FRAME_SIZE
+	std	%r2, FRAME_TOC(%r1)
 	bcl	20, 31, .+4		/* LR = 1f; this form leaves the return stack alone */
-1:	mflr	%r5
-	addis	%r5, %r5, (vdso_u_time_data - 1b)@ha
+1:	mflr	%r12
+	addis	%r2, %r12, (.TOC. - 1b)@ha
+	addi	%r2, %r2, (.TOC. - 1b)@l
+	addis	%r5, %r12, (vdso_u_time_data - 1b)@ha
 	addi	%r5, %r5, (vdso_u_time_data - 1b)@l
 	bl	vdso_c_clock_getres
+	ld	%r2, FRAME_TOC(%r1)
 	ld	%r0, FRAME_LR(%r1)
 	addi	%r1, %r1, FRAME_SIZE
 	.cfi_def_cfa_offset 0
@@ -82,11 +92,15 @@ __kernel_gettimeofday:
 	.cfi_def_cfa_offset FRAME_SIZE
 	std	%r0, FRAME_LR(%r1)
 	.cfi_offset lr, FRAME_LR - FRAME_SIZE
+	std	%r2, FRAME_TOC(%r1)
 	bcl	20, 31, .+4		/* LR = 1f; this form leaves the return stack alone */
-1:	mflr	%r5
-	addis	%r5, %r5, (vdso_u_time_data - 1b)@ha
+1:	mflr	%r12
+	addis	%r2, %r12, (.TOC. - 1b)@ha
+	addi	%r2, %r2, (.TOC. - 1b)@l
+	addis	%r5, %r12, (vdso_u_time_data - 1b)@ha
 	addi	%r5, %r5, (vdso_u_time_data - 1b)@l
 	bl	vdso_c_gettimeofday
+	ld	%r2, FRAME_TOC(%r1)
 	ld	%r0, FRAME_LR(%r1)
 	addi	%r1, %r1, FRAME_SIZE
 	.cfi_def_cfa_offset 0
@@ -110,11 +124,15 @@ __kernel_time:
 	.cfi_def_cfa_offset FRAME_SIZE
 	std	%r0, FRAME_LR(%r1)
 	.cfi_offset lr, FRAME_LR - FRAME_SIZE
+	std	%r2, FRAME_TOC(%r1)
 	bcl	20, 31, .+4		/* LR = 1f; this form leaves the return stack alone */
-1:	mflr	%r4
-	addis	%r4, %r4, (vdso_u_time_data - 1b)@ha
+1:	mflr	%r12
+	addis	%r2, %r12, (.TOC. - 1b)@ha
+	addi	%r2, %r2, (.TOC. - 1b)@l
+	addis	%r4, %r12, (vdso_u_time_data - 1b)@ha
 	addi	%r4, %r4, (vdso_u_time_data - 1b)@l
 	bl	vdso_c_time
+	ld	%r2, FRAME_TOC(%r1)
 	ld	%r0, FRAME_LR(%r1)
 	addi	%r1, %r1, FRAME_SIZE
 	.cfi_def_cfa_offset 0
@@ -134,7 +152,13 @@ __kernel_getcpu:
 	.cfi_def_cfa_offset FRAME_SIZE
 	std	%r0, FRAME_LR(%r1)
 	.cfi_offset lr, FRAME_LR - FRAME_SIZE
+	std	%r2, FRAME_TOC(%r1)
+	bcl	20, 31, .+4		/* LR = 1f; this form leaves the return stack alone */
+1:	mflr	%r12
+	addis	%r2, %r12, (.TOC. - 1b)@ha
+	addi	%r2, %r2, (.TOC. - 1b)@l
 	bl	vdso_c_getcpu
+	ld	%r2, FRAME_TOC(%r1)
 	ld	%r0, FRAME_LR(%r1)
 	addi	%r1, %r1, FRAME_SIZE
 	.cfi_def_cfa_offset 0

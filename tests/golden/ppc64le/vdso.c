@@ -4,8 +4,8 @@
  * specs/ppc64le.toml.
  *
  * The exported symbols are asm wrappers (entry.S) that find the data page
- * and apply the cr0-so convention; these are the
- * C halves they call, with the time data as the last argument.
+ * and apply the cr0-so convention.  These are the C halves
+ * they call, with the time data as the last argument.
  */
 #include "vdso_core.h"
 

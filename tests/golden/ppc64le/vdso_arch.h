@@ -43,7 +43,7 @@ static __always_inline uint64_t vdso_read_counter(void)
 /*
  * sc: number in r0, arguments in r3-r5.  On failure the kernel sets CR0.SO
  * and returns a positive errno in r3; negate it, as the core expects
- * -errno.  r0 and r4-r12, cr0 and ctr are volatile across sc.
+ * -errno.  r0, r4-r12, cr0, ctr and xer are volatile across it.
  */
 static __always_inline long vdso_syscall(long nr, long a0, long a1, long a2)
 {
@@ -58,7 +58,7 @@ static __always_inline long vdso_syscall(long nr, long a0, long a1, long a2)
 			     "1:"
 			     : "+r"(r0), "+r"(r3), "+r"(r4), "+r"(r5)
 			     :
-			     : "r6", "r7", "r8", "r9", "r10", "r11", "r12", "cr0", "ctr", "memory");
+			     : "r6", "r7", "r8", "r9", "r10", "r11", "r12", "cr0", "ctr", "xer", "memory");
 	return r3;
 }
 

@@ -17,6 +17,7 @@ int __vdso_clock_gettime(clockid_t clock, struct vdso_timespec *ts)
 {
 	return vdso_clock_gettime(&vdso_u_time_data, clock, ts);
 }
+
 int clock_gettime(clockid_t clock, struct vdso_timespec *ts) __attribute__((weak, alias("__vdso_clock_gettime")));
 
 int __vdso_gettimeofday(struct vdso_timeval *tv, struct vdso_timezone *tz);
@@ -24,6 +25,7 @@ int __vdso_gettimeofday(struct vdso_timeval *tv, struct vdso_timezone *tz)
 {
 	return vdso_gettimeofday(&vdso_u_time_data, tv, tz);
 }
+
 int gettimeofday(struct vdso_timeval *tv, struct vdso_timezone *tz) __attribute__((weak, alias("__vdso_gettimeofday")));
 
 long __vdso_time(long *t);
@@ -31,6 +33,7 @@ long __vdso_time(long *t)
 {
 	return vdso_time(&vdso_u_time_data, t);
 }
+
 long time(long *t) __attribute__((weak, alias("__vdso_time")));
 
 int __vdso_clock_getres(clockid_t clock, struct vdso_timespec *res);
@@ -38,6 +41,7 @@ int __vdso_clock_getres(clockid_t clock, struct vdso_timespec *res)
 {
 	return vdso_clock_getres(&vdso_u_time_data, clock, res);
 }
+
 int clock_getres(clockid_t clock, struct vdso_timespec *res) __attribute__((weak, alias("__vdso_clock_getres")));
 
 long __vdso_getcpu(unsigned int *cpu, unsigned int *node, void *unused);
@@ -45,4 +49,5 @@ long __vdso_getcpu(unsigned int *cpu, unsigned int *node, void *unused)
 {
 	return vdso_getcpu(cpu, node, unused);
 }
+
 long getcpu(unsigned int *cpu, unsigned int *node, void *unused) __attribute__((weak, alias("__vdso_getcpu")));

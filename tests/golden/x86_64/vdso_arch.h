@@ -38,7 +38,7 @@ static __always_inline uint64_t vdso_read_counter(void)
 {
 	uint32_t lo, hi;
 
-	__asm__ __volatile__("rdtscp" : "=a"(lo), "=d"(hi) : : "ecx", "memory");
+	__asm__ __volatile__("lfence\n\trdtsc" : "=a"(lo), "=d"(hi) : : "memory");
 	return ((uint64_t)hi << 32) | lo;
 }
 
