@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -44,6 +45,11 @@
 #define NR_CLOCK_GETTIME	VDSO_NR_clock_gettime
 #else
 #define NR_CLOCK_GETTIME	SYS_clock_gettime
+#endif
+#ifdef VDSO_NR_clock_getres
+#define NR_CLOCK_GETRES		VDSO_NR_clock_getres
+#else
+#define NR_CLOCK_GETRES		SYS_clock_getres
 #endif
 #ifdef VDSO_NR_getcpu
 #define NR_GETCPU		VDSO_NR_getcpu
@@ -283,19 +289,24 @@ static int map_image(const char *path)
 	text_len = (h_image_size + ps - 1) / ps * ps;
 	total = data_len + text_len;
 
-	/* Reserve the whole area, aligned to the target's page size. */
-	res = mmap(NULL, total + ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	/*
+	 * Reserve the whole area, aligned to the target's page size, with an
+	 * inaccessible guard page below the data pages: a read below them (a
+	 * negative clock id used as an index, say) faults instead of finding
+	 * whatever happens to be mapped there.
+	 */
+	res = mmap(NULL, total + 2 * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (res == MAP_FAILED) {
-		report_fail("map", "reserving %zu bytes: %s", total + ps, strerror(errno));
+		report_fail("map", "reserving %zu bytes: %s", total + 2 * ps, strerror(errno));
 		close(fd);
 		return -1;
 	}
-	start = (unsigned char *)(((uintptr_t)res + ps - 1) & ~(uintptr_t)(ps - 1));
+	start = (unsigned char *)(((uintptr_t)res + ps - 1) & ~(uintptr_t)(ps - 1)) + ps;
 	end = start + total;
-	if (start > res)
-		munmap(res, (size_t)(start - res));
-	if (res + total + ps > end)
-		munmap(end, (size_t)(res + total + ps - end));
+	if (start - ps > res)
+		munmap(res, (size_t)(start - ps - res));
+	if (res + total + 2 * ps > end)
+		munmap(end, (size_t)(res + total + 2 * ps - end));
 
 	h_data = mmap(start, data_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 	if (h_data == MAP_FAILED) {
@@ -701,26 +712,47 @@ struct tk_base {
 	uint64_t	nsec;	/* shifted for counter clocks, plain for coarse ones */
 };
 
+/* How counter cycles become nanoseconds, per record: [0] hres/coarse, [1] raw. */
+struct rate {
+	uint32_t	mult[2], shift[2];
+};
+
 struct tk {
 	int32_t		mode;
 	uint64_t	cycle_last;
 	uint64_t	mask;
 	uint32_t	mult[2], shift[2];	/* [0] hres/coarse record, [1] raw record */
+	uint64_t	max_cycles[2];		/* written only where the layout has the field */
 	struct tk_base	base[2][H_NBASES];
 	uint32_t	hrtimer_res;
 	int32_t		tz_minuteswest, tz_dsttime;
 };
 
+/*
+ * hrtimer_res as the timekeeper publishes it.  Linux says 1 ns with
+ * high-resolution timers; an odd value that no shortcut (a constant 1, the
+ * tick) produces by accident shows that the core really reads the page.
+ */
+#define TK_HRTIMER_RES		7
+
 static uint64_t h_hz;
-static uint32_t h_mult, h_shift, h_raw_mult, h_raw_shift;
+static struct rate h_rate;		/* the calibrated rate every group starts from */
+
+/* The raw clock_gettime or clock_getres syscall: 0 or -errno. */
+static int sys_clock(long nr, int clk, struct h_timespec *ts)
+{
+	return syscall(nr, (long)clk, ts) == 0 ? 0 : -errno;
+}
 
 static int sys_gettime(int clk, struct hts *t)
 {
 	struct h_timespec ts;
+	int e;
 
 	t->sec = t->nsec = 0;
-	if (syscall(NR_CLOCK_GETTIME, (long)clk, &ts) != 0)
-		return -errno;
+	e = sys_clock(NR_CLOCK_GETTIME, clk, &ts);
+	if (e)
+		return e;
 	t->sec = ts.tv_sec;
 	t->nsec = ts.tv_nsec;
 	return 0;
@@ -747,11 +779,11 @@ static void spin(unsigned int n)
 
 /*
  * The largest shift whose mult still fits 32 bits and keeps delta * mult
- * below 2^64 for ten minutes of counting.
+ * below 2^64 for @secs seconds of counting.
  */
-static void pick_mult_shift(uint64_t hz, uint32_t *mult, uint32_t *shift)
+static void pick_mult_shift(uint64_t hz, uint64_t secs, uint32_t *mult, uint32_t *shift)
 {
-	const uint64_t range = 600 * hz;
+	const uint64_t range = secs * hz;
 	uint64_t m, prod;
 	uint32_t s;
 
@@ -763,6 +795,19 @@ static void pick_mult_shift(uint64_t hz, uint32_t *mult, uint32_t *shift)
 	}
 	*mult = (uint32_t)m;
 	*shift = s;
+}
+
+/*
+ * A rate for @secs seconds of counting.  The raw clock gets a rate and a
+ * shift of its own, so a reader that mixes up the records is caught.
+ */
+static void pick_rate(uint64_t hz, uint64_t secs, struct rate *r)
+{
+	pick_mult_shift(hz, secs, &r->mult[0], &r->shift[0]);
+	r->shift[1] = r->shift[0] - 1;
+	r->mult[1] = (r->mult[0] - r->mult[0] / 64) >> 1;
+	if (r->mult[1] == 0)
+		r->mult[1] = 1;
 }
 
 /* Measure the counter against CLOCK_MONOTONIC_RAW over ~15 ms. */
@@ -801,14 +846,9 @@ static int calibrate(void)
 		chk_end(&k);
 		return -1;
 	}
-	pick_mult_shift(h_hz, &h_mult, &h_shift);
-	/* The raw clock gets its own rate and shift, so mixing up the records shows. */
-	h_raw_shift = h_shift - 1;
-	h_raw_mult = (h_mult - h_mult / 64) >> 1;
-	if (h_raw_mult == 0)
-		h_raw_mult = 1;
-	printf("# counter: %llu Hz; mult %u shift %u, raw mult %u shift %u\n",
-	       (unsigned long long)h_hz, h_mult, h_shift, h_raw_mult, h_raw_shift);
+	pick_rate(h_hz, 600, &h_rate);
+	printf("# counter: %llu Hz; mult %u shift %u, raw mult %u shift %u\n", (unsigned long long)h_hz,
+	       h_rate.mult[0], h_rate.shift[0], h_rate.mult[1], h_rate.shift[1]);
 	chk_end(&k);
 	return 0;
 }
@@ -822,18 +862,20 @@ static void tk_set(struct tk *tk, int rec, int clk, uint64_t sec, uint64_t ns, i
 	tk->base[rec][clk].nsec = shifted ? (ns << shift) + ((1ULL << shift) - 1) / 3 : ns;
 }
 
-/* A timekeeper state: distinct bases per clock, far from real time. */
-static void tk_init(struct tk *tk, int32_t mode)
+/* A timekeeper state at @rate: distinct bases per clock, far from real time. */
+static void tk_init(struct tk *tk, int32_t mode, const struct rate *rate)
 {
 	int rec, i;
 
 	memset(tk, 0, sizeof(*tk));
 	tk->mode = mode;
 	tk->mask = ~0ULL;
-	tk->mult[0] = h_mult;
-	tk->shift[0] = h_shift;
-	tk->mult[1] = h_raw_mult;
-	tk->shift[1] = h_raw_shift;
+	for (rec = 0; rec < 2; rec++) {
+		tk->mult[rec] = rate->mult[rec];
+		tk->shift[rec] = rate->shift[rec];
+		/* The largest delta whose product with mult fits 64 bits, as Linux sets it. */
+		tk->max_cycles[rec] = UINT64_MAX / rate->mult[rec];
+	}
 	/* Slots no reader may use get values of their own. */
 	for (rec = 0; rec < 2; rec++)
 		for (i = 0; i < H_NBASES; i++) {
@@ -847,7 +889,7 @@ static void tk_init(struct tk *tk, int32_t mode)
 	tk_set(tk, 0, C_REALTIME_COARSE, 1000000100, 567890123, 0);
 	tk_set(tk, 0, C_MONOTONIC_COARSE, 2000100, 678901234, 0);
 	tk_set(tk, 1, C_MONOTONIC_RAW, 5000000, 456789012, 1);
-	tk->hrtimer_res = 1;
+	tk->hrtimer_res = TK_HRTIMER_RES;
 	tk->tz_minuteswest = -330;
 	tk->tz_dsttime = 1;
 	tk->cycle_last = vdso_read_counter();
@@ -911,7 +953,7 @@ static void tk_store(h_time_data *td, const struct tk *tk)
 		vc[rec].mult = tk->mult[rec];
 		vc[rec].shift = tk->shift[rec];
 #if H_HAS_MAX_CYCLES
-		vc[rec].max_cycles = UINT64_MAX / tk->mult[rec];
+		vc[rec].max_cycles = tk->max_cycles[rec];
 #endif
 		for (i = 0; i < H_NBASES; i++) {
 			vc[rec].basetime[i].sec = tk->base[rec][i].sec;
@@ -943,16 +985,21 @@ static void tk_scribble(h_time_data *td, unsigned long n)
 		}
 }
 
-/* Fresh pages for a group: zeroes, then one complete update. */
-static void tk_fresh(struct tk *tk, int32_t mode)
+/* Fresh pages for a group at @rate: zeroes, then one complete update. */
+static void tk_fresh_at(struct tk *tk, int32_t mode, const struct rate *rate)
 {
 	memset(h_data, 0, (size_t)VDSO_DATA_PAGES * VDSO_PAGE_SIZE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	tk_init(tk, mode);
+	tk_init(tk, mode, rate);
 	tk_publish(page_time(), tk);
 #ifdef HARNESS_HAVE_ARCH_DATA
 	harness_arch_fill(h_data + (size_t)VDSO_PAGE_ARCH * VDSO_PAGE_SIZE, h_hz);
 #endif
+}
+
+static void tk_fresh(struct tk *tk, int32_t mode)
+{
+	tk_fresh_at(tk, mode, &h_rate);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1019,19 +1066,85 @@ static void expect_syscall_clock(struct chk *k, int clk)
 	expect_in(k, got, s0, s1);
 }
 
+/* The call failed with errno e and left the SENTINEL-filled buffer ts alone. */
+static void expect_error(struct chk *k, struct h_ret r, int e, const struct h_timespec *ts)
+{
+	struct h_timespec sentinel;
+	const char *name = strerrorname_np(e);
+
+	if (!name)
+		name = "?";
+	if (!ret_errno(r, e)) {
+		if (H_CONV_CR0_SO)
+			chk_fail(k, "returned %s, want r3=%d (%s) with CR0.SO set", RET(r), e, name);
+		else
+			chk_fail(k, "returned %s, want -%d (-%s)", RET(r), e, name);
+	}
+	memset(&sentinel, SENTINEL, sizeof(sentinel));
+	if (memcmp(ts, &sentinel, sizeof(*ts)) != 0)
+		chk_fail(k, "wrote {%ld, %ld} into the buffer", ts->tv_sec, ts->tv_nsec);
+}
+
 static void expect_invalid(struct chk *k, struct h_ret (*call)(int, struct h_timespec *), int clk)
 {
-	struct h_timespec ts, sentinel;
+	struct h_timespec ts;
 	struct h_ret r;
 
 	memset(&ts, SENTINEL, sizeof(ts));
-	memset(&sentinel, SENTINEL, sizeof(sentinel));
 	r = call(clk, &ts);
-	if (!ret_errno(r, EINVAL))
-		chk_fail(k, "returned %s, want %s", RET(r),
-			 H_CONV_CR0_SO ? "r3=22 (EINVAL) with CR0.SO set" : "-22 (-EINVAL)");
-	if (memcmp(&ts, &sentinel, sizeof(ts)) != 0)
-		chk_fail(k, "wrote {%ld, %ld} into the buffer", ts.tv_sec, ts.tv_nsec);
+	expect_error(k, r, EINVAL, &ts);
+}
+
+/*
+ * clock_gettime(clk) answers as the raw syscall does: the same errno, or a
+ * time between two syscall readings taken around it.
+ */
+static void expect_as_syscall_gettime(struct chk *k, int clk)
+{
+	struct h_timespec ts, s0, s1;
+	struct hts got, lo, hi;
+	struct h_ret r;
+	int e0, e1;
+
+	memset(&ts, SENTINEL, sizeof(ts));
+	e0 = sys_clock(NR_CLOCK_GETTIME, clk, &s0);
+	r = v_clock_gettime(clk, &ts);
+	e1 = sys_clock(NR_CLOCK_GETTIME, clk, &s1);
+	if (e0 != e1) {
+		chk_fail(k, "the syscall answered %d, then %d: no reference", e0, e1);
+		return;
+	}
+	if (e0) {
+		expect_error(k, r, -e0, &ts);
+		return;
+	}
+	if (!ret_ok(r)) {
+		chk_fail(k, "returned %s, the syscall succeeded", RET(r));
+		return;
+	}
+	got = (struct hts){ ts.tv_sec, ts.tv_nsec };
+	lo = (struct hts){ s0.tv_sec, s0.tv_nsec };
+	hi = (struct hts){ s1.tv_sec, s1.tv_nsec };
+	expect_in(k, got, lo, hi);
+}
+
+/* clock_getres(clk) answers exactly as the raw syscall does. */
+static void expect_as_syscall_getres(struct chk *k, int clk)
+{
+	struct h_timespec ts, want;
+	struct h_ret r;
+	int e;
+
+	memset(&ts, SENTINEL, sizeof(ts));
+	e = sys_clock(NR_CLOCK_GETRES, clk, &want);
+	r = v_clock_getres(clk, &ts);
+	if (e)
+		expect_error(k, r, -e, &ts);
+	else if (!ret_ok(r))
+		chk_fail(k, "returned %s, the syscall succeeded", RET(r));
+	else if (ts.tv_sec != want.tv_sec || ts.tv_nsec != want.tv_nsec)
+		chk_fail(k, "{%ld, %ld}, the syscall says {%ld, %ld}", ts.tv_sec, ts.tv_nsec,
+			 want.tv_sec, want.tv_nsec);
 }
 
 static void expect_gettimeofday(struct chk *k, const struct tk *tk, const h_time_data *tzpage)
@@ -1081,8 +1194,47 @@ static void expect_time(struct chk *k, long want)
 		chk_fail(k, "stored %ld through its pointer, want %ld", t, want);
 }
 
+/* time() agrees with the real REALTIME seconds around the call. */
+static void expect_time_syscall(struct chk *k)
+{
+	long t = (long)0xa5a5a5a5a5a5a5a5ULL;
+	struct hts s0, s1;
+	struct h_ret r;
+
+	sys_gettime(C_REALTIME, &s0);
+	r = v_time(&t);
+	sys_gettime(C_REALTIME, &s1);
+	if (H_CONV_CR0_SO && r.so)
+		chk_fail(k, "CR0.SO set (r3=%ld)", r.raw);
+	if (r.raw < (long)s0.sec || r.raw > (long)s1.sec)
+		chk_fail(k, "returned %ld, want [%lld, %lld]", r.raw, (long long)s0.sec, (long long)s1.sec);
+	if (t != r.raw)
+		chk_fail(k, "stored %ld through its pointer, returned %ld", t, r.raw);
+}
+
 /* ------------------------------------------------------------------ */
 /* Groups of checks                                                    */
+
+/*
+ * Clock ids the data page does not serve, each compared with the raw
+ * syscall.  3 is THREAD_CPUTIME_ID, 8-10 the alarm clocks and SGI_CYCLE;
+ * 13-15 are unused (EINVAL, like 12); 16 and 23 are the first and last of
+ * v6.17's aux clocks, which this core leaves to the kernel.  Negative ids
+ * are CPU-time clocks and clock fds, (~pid << 3) | which in the kernel's
+ * encoding (linux/posix-timers.h):
+ *
+ *   -1	~0 << 3 | 7: which 3 is no CPU clock (EINVAL)
+ *   -2	~0 << 3 | 6: the calling thread's CPU time (SCHED | PERTHREAD)
+ *   -6	~0 << 3 | 2: the calling process's CPU time (SCHED)
+ *   -57	~7 << 3 | 7: EINVAL again, but its low 5 and 6 bits say 7, and
+ *		hardware masks shift counts to 5 or 6 bits: a core that
+ *		range-checks the id as signed and shifts by it reads BOOTTIME
+ *   INT_MIN	pid 2^28 - 1, above any pid (EINVAL); its low bits say REALTIME
+ *
+ * The last two come last: a core that indexes the page with them faults.
+ */
+static const int h_syscall_ids[] = { 3, 8, 9, 10, 13, 14, 15, 16, 23, -1, -2, -6, -57, INT_MIN };
+#define NSYSCALL_IDS	(sizeof(h_syscall_ids) / sizeof(h_syscall_ids[0]))
 
 static void grp_clock_gettime(void)
 {
@@ -1127,6 +1279,20 @@ static void grp_clock_gettime(void)
 	chk_end(&k);
 }
 
+static void grp_clock_gettime_ids(void)
+{
+	struct tk tk;
+	struct chk k;
+	size_t i;
+
+	tk_fresh(&tk, h_counter_modes[0]);
+	for (i = 0; i < NSYSCALL_IDS; i++) {
+		chk_start(&k, "clock_gettime.id_%d", h_syscall_ids[i]);
+		expect_as_syscall_gettime(&k, h_syscall_ids[i]);
+		chk_end(&k);
+	}
+}
+
 static void grp_clock_getres(void)
 {
 	struct h_timespec ts;
@@ -1162,6 +1328,20 @@ static void grp_clock_getres(void)
 	chk_start(&k, "clock_getres.invalid_100");
 	expect_invalid(&k, v_clock_getres, 100);
 	chk_end(&k);
+}
+
+static void grp_clock_getres_ids(void)
+{
+	struct tk tk;
+	struct chk k;
+	size_t i;
+
+	tk_fresh(&tk, h_counter_modes[0]);
+	for (i = 0; i < NSYSCALL_IDS; i++) {
+		chk_start(&k, "clock_getres.id_%d", h_syscall_ids[i]);
+		expect_as_syscall_getres(&k, h_syscall_ids[i]);
+		chk_end(&k);
+	}
 }
 
 static void grp_gettimeofday(void)
@@ -1259,14 +1439,15 @@ static void grp_clock_modes(void)
 	chk_end(&k);
 
 	/*
-	 * Mode NONE: high-resolution and raw clocks come from the syscall;
-	 * coarse clocks and time() still answer from the page, which Linux
-	 * keeps current in every mode.
+	 * Mode NONE: high-resolution and raw clocks come from the syscall.
+	 * Coarse clocks answer from the page, which Linux keeps current in
+	 * every mode, unless the spec says this page writer stops them too
+	 * (coarse_in_mode_none = "syscall"); time() follows the coarse clocks.
 	 */
 	tk_fresh(&tk, CLOCKMODE_NONE);
 	for (i = 0; i < NCLOCKS; i++) {
 		chk_start(&k, "mode_none.%s", h_clocks[i].name);
-		if (h_clocks[i].cls == CLS_COARSE)
+		if (h_clocks[i].cls == CLS_COARSE && !H_COARSE_IN_MODE_NONE_SYSCALL)
 			expect_clock(&k, &tk, h_clocks[i].id, NULL);
 		else
 			expect_syscall_clock(&k, h_clocks[i].id);
@@ -1294,10 +1475,74 @@ static void grp_clock_modes(void)
 	}
 	if (h_fn[IMPL_TIME]) {
 		chk_start(&k, "mode_none.time");
-		expect_time(&k, (long)tk.base[0][C_REALTIME].sec);
+		if (H_COARSE_IN_MODE_NONE_SYSCALL)
+			expect_time_syscall(&k);
+		else
+			expect_time(&k, (long)tk.base[0][C_REALTIME].sec);
 		chk_end(&k);
 	}
 }
+
+#if H_HAS_MAX_CYCLES
+/* Every clock the counter advances reads as the formula says at tk. */
+static void expect_counter_clocks(struct chk *k, const struct tk *tk)
+{
+	size_t i;
+
+	for (i = 0; i < NCLOCKS; i++)
+		if (h_clocks[i].cls != CLS_COARSE)
+			expect_clock(k, tk, h_clocks[i].id, NULL);
+}
+
+/* max_cycles 1: every read takes the core's wide-multiply branch. */
+static void max_cycles_forced(void)
+{
+	struct tk tk;
+	struct chk k;
+
+	chk_start(&k, "max_cycles.forced");
+	tk_fresh(&tk, h_counter_modes[0]);
+	tk.max_cycles[0] = tk.max_cycles[1] = 1;
+	tk_publish(page_time(), &tk);
+	expect_counter_clocks(&k, &tk);
+	chk_end(&k);
+}
+
+/*
+ * A rate whose honest max_cycles is a few seconds of counting, and
+ * cycle_last further back than that in both records: delta * mult no
+ * longer fits 64 bits, and only a 128-bit product gives the formula's value.
+ */
+static void max_cycles_overflow(void)
+{
+	struct rate wide;
+	uint64_t back, now;
+	struct tk tk;
+	struct chk k;
+
+	chk_start(&k, "max_cycles.overflow");
+	pick_rate(h_hz, 1, &wide);
+	tk_fresh_at(&tk, h_counter_modes[0], &wide);
+	back = tk.max_cycles[0] > tk.max_cycles[1] ? tk.max_cycles[0] : tk.max_cycles[1];
+	back += back / 4;
+	now = vdso_read_counter();
+	if (now <= back) {
+		chk_fail(&k, "the counter reads %llu: too little to start %llu cycles back",
+			 (unsigned long long)now, (unsigned long long)back);
+	} else {
+		tk.cycle_last = now - back;
+		tk_publish(page_time(), &tk);
+		expect_counter_clocks(&k, &tk);
+	}
+	chk_end(&k);
+}
+
+static void grp_max_cycles(void)
+{
+	max_cycles_forced();
+	max_cycles_overflow();
+}
+#endif
 
 #if H_HAS_TIMENS
 /* Namespace offsets: MONOTONIC* get the monotonic one, BOOTTIME* the boottime one. */
@@ -1631,10 +1876,14 @@ int main(int argc, char **argv)
 	if (calibrate() != 0)
 		return finish();
 
-	if (h_fn[IMPL_CLOCK_GETTIME])
+	if (h_fn[IMPL_CLOCK_GETTIME]) {
 		group("clock_gettime", grp_clock_gettime);
-	if (h_fn[IMPL_CLOCK_GETRES])
+		group("clock_gettime ids", grp_clock_gettime_ids);
+	}
+	if (h_fn[IMPL_CLOCK_GETRES]) {
 		group("clock_getres", grp_clock_getres);
+		group("clock_getres ids", grp_clock_getres_ids);
+	}
 	if (h_fn[IMPL_GETTIMEOFDAY])
 		group("gettimeofday", grp_gettimeofday);
 	if (h_fn[IMPL_TIME])
@@ -1643,6 +1892,9 @@ int main(int argc, char **argv)
 		group("getcpu", grp_getcpu);
 	if (h_fn[IMPL_CLOCK_GETTIME]) {
 		group("clock_mode", grp_clock_modes);
+#if H_HAS_MAX_CYCLES
+		group("max_cycles", grp_max_cycles);
+#endif
 #if H_HAS_TIMENS
 		group("timens", grp_timens);
 #endif

@@ -11,10 +11,12 @@ import re
 
 import pytest
 
-from vdsogen import cli
+from vdsogen import cli, paths
 from vdsogen.build import build_target
+from vdsogen.check import build_validator
 from vdsogen.errors import HarnessError
 from vdsogen.harness import build_harness, run_harness, run_tests, run_tests_full
+from vdsogen.layout import load_layout
 from vdsogen.model import load_target
 from vdsogen.render import sources
 from vdsogen.toolchain import Builder
@@ -23,6 +25,10 @@ TARGETS = ["x86_64", "arm64", "ppc64le"]
 
 CLOCKS = ["REALTIME", "MONOTONIC", "MONOTONIC_RAW", "BOOTTIME", "TAI",
           "REALTIME_COARSE", "MONOTONIC_COARSE"]
+COUNTER_CLOCKS = ["REALTIME", "MONOTONIC", "MONOTONIC_RAW", "BOOTTIME", "TAI"]
+
+# Ids the page does not serve, compared with the raw syscall (harness.c: h_syscall_ids).
+SYSCALL_IDS = [3, 8, 9, 10, 13, 14, 15, 16, 23, -1, -2, -6, -57, -2**31]
 
 
 def expected_checks(target):
@@ -35,6 +41,9 @@ def expected_checks(target):
         names += [f"clock_gettime.{c}" for c in CLOCKS]
         names += ["clock_gettime.PROCESS_CPUTIME_ID", "clock_gettime.invalid_12",
                   "clock_gettime.invalid_100"]
+        names += [f"clock_gettime.id_{i}" for i in SYSCALL_IDS]
+        if target.datapage.layout.has_max_cycles:
+            names += ["max_cycles.forced", "max_cycles.overflow"]
         names += [f"clock_mode.{m}" for m in target.counter.modes]
         names += [f"clock_mode.{max(target.counter.modes) + 1}.syscall"]
         names += [f"mode_none.{c}" for c in CLOCKS]
@@ -47,6 +56,7 @@ def expected_checks(target):
     if "clock_getres" in impls:
         names += [f"clock_getres.{c}" for c in CLOCKS]
         names += ["clock_getres.NULL", "clock_getres.invalid_12", "clock_getres.invalid_100"]
+        names += [f"clock_getres.id_{i}" for i in SYSCALL_IDS]
     if "gettimeofday" in impls:
         names += ["gettimeofday", "gettimeofday.tz", "gettimeofday.NULL"]
     if "time" in impls:
@@ -142,6 +152,20 @@ BREAKAGES = {
     "timens-no-offset": (
         {"vdso_core.h": [("sec += offs->sec;", "(void)offs;")]},
         ["timens.MONOTONIC", "timens.BOOTTIME"]),
+    # clock_getres answers 1 ns for the counter clocks without reading hrtimer_res.
+    "getres-constant-1": (
+        {"vdso_core.h": [("ns = READ_ONCE(vdso_real_data(vd)->hrtimer_res);", "ns = ((void)vd, 1);")]},
+        [f"clock_getres.{c}" for c in COUNTER_CLOCKS]),
+    # clock_getres answers the tick for the counter clocks too.
+    "getres-tick-for-hres": (
+        {"vdso_core.h": [("ns = READ_ONCE(vdso_real_data(vd)->hrtimer_res);",
+                          "ns = ((void)vd, VDSO_LOW_RES_NSEC);")]},
+        [f"clock_getres.{c}" for c in COUNTER_CLOCKS]),
+    # The id is range-checked as signed: negative ids reach the shift (UB);
+    # the hardware masks the count, and -57 lands on BOOTTIME's bit.
+    "signed-range-check": (
+        {"vdso_core.h": [("(uint32_t)clock >= VDSO_MAX_CLOCKS", "clock >= VDSO_MAX_CLOCKS")]},
+        ["clock_gettime.id_-57", "clock_getres.id_-57"]),
 }
 
 
@@ -178,6 +202,195 @@ def test_harness_catches(name, breakage, harnesses, tmp_path):
     # Symbols and unrelated clocks still pass: the FAIL is specific.
     assert "symbol." + target.exports[0].name in outcome.passed, output
     assert "clock_gettime.REALTIME" in outcome.passed or breakage == "seqcount-no-wait", output
+
+
+def run_broken(target, harness, image):
+    """Run harness on image; returns (status, Outcome, output)."""
+    out = io.StringIO()
+    status, outcome = run_harness(target, harness, image, Builder(target, stream=out), out)
+    return status, outcome, out.getvalue()
+
+
+# The core's wide-multiply branch, taken when delta > max_cycles.
+WIDE = "return (uint64_t)(((unsigned __int128)delta * vc->mult + base) >> vc->shift);"
+
+# Each breakage of that branch, and which max_cycles checks must then FAIL.
+WIDE_BREAKAGES = {
+    # The branch forgets the base: max_cycles 1 sends every read through it.
+    "drops-base": ("return (uint64_t)(((unsigned __int128)delta * vc->mult) >> vc->shift);",
+                   ["max_cycles.forced", "max_cycles.overflow"]),
+    # The branch multiplies in 64 bits: only an overflowing product shows it.
+    "64-bit": ("return (delta * vc->mult + base) >> vc->shift;", ["max_cycles.overflow"]),
+}
+MAX_CYCLES_TARGETS = [n for n in TARGETS if load_target(n).datapage.layout.has_max_cycles]
+
+
+def test_some_target_has_max_cycles():
+    assert MAX_CYCLES_TARGETS, "no target's layout has max_cycles: the wide branch goes untested"
+
+
+@pytest.mark.parametrize("breakage", sorted(WIDE_BREAKAGES))
+@pytest.mark.parametrize("name", MAX_CYCLES_TARGETS)
+def test_harness_catches_wide_branch(name, breakage, harnesses, tmp_path):
+    target = load_target(name)
+    new, must_fail = WIDE_BREAKAGES[breakage]
+    image = build_broken(target, tmp_path / "image", {"vdso_core.h": [(WIDE, new)]})
+    status, outcome, output = run_broken(target, harnesses(name), image)
+    assert status == 1, output
+    assert sorted(outcome.failed) == sorted(must_fail), output
+    assert all(f"clock_gettime.{c}" in outcome.passed for c in CLOCKS), output
+
+
+# --- coarse clocks in clock mode NONE -------------------------------------
+
+def with_coarse_in_mode_none(target, setting):
+    return dataclasses.replace(target, datapage=dataclasses.replace(target.datapage,
+                                                                    coarse_in_mode_none=setting))
+
+
+@pytest.fixture(scope="session")
+def syscall_variant(tmp_path_factory):
+    """target name -> (variant, status, Outcome, output, image, harness) for coarse_in_mode_none = "syscall"."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            variant = with_coarse_in_mode_none(load_target(name), "syscall")
+            work = tmp_path_factory.mktemp(f"coarse-syscall-{name}")
+            out = io.StringIO()
+            builder = Builder(variant, stream=out)
+            image, _ = build_target(variant, work / "image", builder=builder, validate=build_validator)
+            exe = build_harness(variant, work, builder)
+            status, outcome = run_harness(variant, exe, image, builder, out)
+            cache[name] = (variant, status, outcome, out.getvalue(), image, exe)
+        return cache[name]
+
+    return get
+
+
+def test_coarse_setting_reaches_the_harness():
+    from vdsogen.harness import harness_sources
+
+    for setting, value in (("page", 0), ("syscall", 1)):
+        target = with_coarse_in_mode_none(load_target("x86_64"), setting)
+        header = dict(harness_sources(target))["harness_target.h"]
+        assert re.search(rf"^#define H_COARSE_IN_MODE_NONE_SYSCALL\s+{value}$", header, re.M), header
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_coarse_syscall_variant_passes_every_check(name, syscall_variant):
+    variant, status, outcome, output, _, _ = syscall_variant(name)
+    assert not outcome.failed, output
+    assert status == 0, output
+    missing = [c for c in expected_checks(variant) if c not in outcome.passed]
+    assert not missing, f"checks not reported: {missing}\n{output}"
+
+
+def coarse_mode_none_checks(target):
+    """The checks coarse_in_mode_none decides: the coarse clocks, and time() where exported."""
+    names = ["mode_none.REALTIME_COARSE", "mode_none.MONOTONIC_COARSE"]
+    if any(e.impl == "time" for e in target.exports):
+        names.append("mode_none.time")
+    return sorted(names)
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_syscall_harness_fails_the_page_image(name, syscall_variant, good_runs):
+    """The harness for "syscall" finds the page's coarse values in the default image."""
+    variant, _, _, _, _, exe = syscall_variant(name)
+    status, outcome, output = run_broken(variant, exe, good_runs(name)[3])
+    assert status == 1, output
+    assert sorted(outcome.failed) == coarse_mode_none_checks(variant), output
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_page_harness_fails_the_syscall_image(name, syscall_variant, harnesses):
+    """The default harness finds real time, not the page's, in the "syscall" image."""
+    _, _, _, _, image, _ = syscall_variant(name)
+    target = load_target(name)
+    status, outcome, output = run_broken(target, harnesses(name), image)
+    assert status == 1, output
+    assert sorted(outcome.failed) == coarse_mode_none_checks(target), output
+
+
+# --- other layouts --------------------------------------------------------
+
+@pytest.fixture
+def layouts(tmp_path, monkeypatch):
+    """A private copy of specs/layouts/ that tests may add to, in effect for this test."""
+    d = tmp_path / "layouts"
+    d.mkdir()
+    for f in paths.LAYOUTS.glob("*.toml"):
+        (d / f.name).write_text(f.read_text())
+    monkeypatch.setattr(paths, "LAYOUTS", d)
+    return d
+
+
+def with_layout(target, layout, pages=None):
+    dp = dataclasses.replace(target.datapage, layout=layout, pages=pages or target.datapage.pages)
+    return dataclasses.replace(target, datapage=dp)
+
+
+def run_variant(variant, work):
+    out = io.StringIO()
+    status, outcome = run_tests_full(variant, workdir=work, stream=out, builder=Builder(variant, stream=out))
+    return status, outcome, out.getvalue()
+
+
+def assert_every_check_passes(variant, status, outcome, output):
+    assert not outcome.failed, output
+    assert status == 0, output
+    assert outcome.summary == (len(outcome.passed), 0), output
+    missing = [c for c in expected_checks(variant) if c not in outcome.passed]
+    assert not missing, f"checks not reported: {missing}\n{output}"
+
+
+def layout_615(name, layouts):
+    """linux-6.15 for the target: powerpc64's arch page on top where its layout has one."""
+    shipped = load_target(name).datapage.layout
+    if shipped.name == "linux-6.17-powerpc64":
+        text = (layouts / "linux-6.17-powerpc64.toml").read_text()
+        assert 'extends = "linux-6.17"' in text
+        (layouts / "test-6.15-powerpc64.toml").write_text(
+            text.replace('extends = "linux-6.17"', 'extends = "linux-6.15"'))
+        return load_layout("test-6.15-powerpc64")
+    return load_layout("linux-6.15")
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_linux_6_15_layout(name, layouts, tmp_path):
+    layout = layout_615(name, layouts)
+    assert layout.field_offset(layout.time_struct, "tz_minuteswest") == 2 * layout.struct(layout.clock_struct).size
+    variant = with_layout(load_target(name), layout)
+    status, outcome, output = run_variant(variant, tmp_path / "work")
+    assert_every_check_passes(variant, status, outcome, output)
+    assert "max_cycles.forced" not in outcome.passed, output   # linux-6.15 has no max_cycles
+
+
+def write_layout_without_timens(layouts, base):
+    """A layout extending base with every page but the time-namespace slot."""
+    lines = [f'description = "{base.name} without a time-namespace page (test)"',
+             f'extends = "{base.name}"']
+    for page in base.pages:
+        if page.role == "timens":
+            continue
+        lines += ["", "[[page]]", f'role = "{page.role}"']
+        lines += [f'struct = "{page.struct}"'] if page.struct else []
+        lines += [f'symbol = "{page.symbol}"'] if page.symbol else []
+    name = f"test-{base.name}-no-timens"
+    (layouts / f"{name}.toml").write_text("\n".join(lines) + "\n")
+    return load_layout(name)
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_layout_without_timens_page(name, layouts, tmp_path):
+    target = load_target(name)
+    layout = write_layout_without_timens(layouts, target.datapage.layout)
+    assert not layout.has_timens and layout.page_count == target.datapage.layout.page_count - 1
+    variant = with_layout(target, layout, pages=layout.page_count)
+    status, outcome, output = run_variant(variant, tmp_path / "work")
+    assert_every_check_passes(variant, status, outcome, output)
+    assert not [c for c in [*outcome.passed, *outcome.failed] if c.startswith("timens.")], output
 
 
 def test_failure_line_format(harnesses, tmp_path):

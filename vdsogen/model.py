@@ -350,6 +350,8 @@ def _parse(name, path, top):
     # since its timekeeper keeps their bases current; a runtime whose page
     # writer stops updating in clock mode NONE wants the syscall instead.
     coarse = dt.str("coarse_in_mode_none", "page", choices=COARSE_IN_MODE_NONE)
+    if coarse == "syscall" and any(e.impl == "time" for e in exports) and "clock_gettime" not in numbers:
+        st.error("numbers.clock_gettime", "missing: time() asks it in clock mode NONE (coarse_in_mode_none)")
     dt.done()
     datapage = DataPages(layout, page_size, pages, tick_nsec, coarse)
 
