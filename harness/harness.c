@@ -1858,14 +1858,66 @@ static void group(const char *name, void (*fn)(void))
 	h_group = NULL;
 }
 
+/* ------------------------------------------------------------------ */
+/* Benchmark (--bench): numbers for people, never a check.             */
+
+#define BENCH_CALLS	200000
+
+/* Mean nanoseconds per clock_gettime(clk), through the vDSO or the raw syscall. */
+static double bench_ns(int clk, int via_vdso)
+{
+	struct h_timespec ts;
+	struct hts t0, t1, raw;
+	long i;
+
+	sys_gettime(C_MONOTONIC, &t0);
+	for (i = 0; i < BENCH_CALLS; i++) {
+		if (via_vdso)
+			v_clock_gettime(clk, &ts);
+		else
+			sys_gettime(clk, &raw);
+	}
+	sys_gettime(C_MONOTONIC, &t1);
+	return ((double)(t1.sec - t0.sec) * 1e9 + (double)(t1.nsec - t0.nsec)) / BENCH_CALLS;
+}
+
+static int bench(void)
+{
+	static const int clocks[] = { C_MONOTONIC, C_REALTIME, C_MONOTONIC_RAW, C_MONOTONIC_COARSE };
+	static const char *const names[] = { "MONOTONIC", "REALTIME", "MONOTONIC_RAW", "MONOTONIC_COARSE" };
+	struct tk tk;
+	size_t i;
+
+	if (!h_fn[IMPL_CLOCK_GETTIME]) {
+		printf("# %s exports no clock_gettime\n", H_TARGET);
+		return 0;
+	}
+	tk_fresh(&tk, h_counter_modes[0]);
+	for (i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++)
+		printf("bench clock_gettime(%s): vdso %.1f ns/call, syscall %.1f ns/call\n",
+		       names[i], bench_ns(clocks[i], 1), bench_ns(clocks[i], 0));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	int benchmark = argc == 3 && strcmp(argv[1], "--bench") == 0;
+
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s IMAGE\n", argv[0]);
+	if (argc != 2 && !benchmark) {
+		fprintf(stderr, "usage: %s [--bench] IMAGE\n", argv[0]);
 		return 2;
 	}
 	printf("# vdsogen harness for %s (%s)\n", H_TARGET, H_SPEC);
+	if (benchmark) {
+		pin_cpus();
+		if (map_image(argv[2]) != 0 || check_image() != 0)
+			return 1;
+		check_symbols();
+		if (calibrate() != 0)
+			return 1;
+		return bench();
+	}
 	setup_signals();
 	pin_cpus();
 	if (map_image(argv[1]) != 0 || check_image() != 0)

@@ -82,7 +82,7 @@ def cmd_rules(args):
 def cmd_test(args):
     from vdsogen.harness import run_tests
 
-    return run_tests(load_target(args.arch), args.image, workdir=args.workdir)
+    return run_tests(load_target(args.arch), args.image, workdir=args.workdir, bench=args.bench)
 
 
 def _profiles():
@@ -139,6 +139,8 @@ def parser():
     s.add_argument("--arch", required=True, metavar="T")
     s.add_argument("--image", metavar="FILE", help="image to test (default: build one)")
     s.add_argument("--workdir", metavar="DIR", help="where to build (default: a temporary directory)")
+    s.add_argument("--bench", action="store_true",
+                   help="time clock_gettime through the image and through the syscall instead of checking")
     s.set_defaults(func=cmd_test)
     return p
 

@@ -137,14 +137,16 @@ class Outcome:
         return self.summary == (len(self.passed), self.fail_lines)
 
 
-def run_harness(target, exe, image, builder=None, stream=None, timeout=RUN_TIMEOUT):
-    """Run a built harness on image, relaying its lines; returns (exit status, Outcome)."""
+def run_harness(target, exe, image, builder=None, stream=None, timeout=RUN_TIMEOUT, bench=False):
+    """Run a built harness on image, relaying its lines; returns (exit status, Outcome).
+
+    With `bench`, the harness times calls instead of checking them."""
     builder = builder or Builder(target)
     stream = stream or sys.stdout
     image = Path(image)
     if not image.is_file():
         raise HarnessError(f"{image}: no such image")
-    argv = [*runner(target), str(exe), str(image.resolve())]
+    argv = [*runner(target), str(exe), *(["--bench"] if bench else []), str(image.resolve())]
     builder.log("TEST", image, argv)
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -198,17 +200,21 @@ def _verdict(rc, outcome, stream):
     return 0 if rc == 0 and not outcome.failed else 1
 
 
-def run_tests(target, image=None, workdir=None, *, builder=None, stream=None, timeout=RUN_TIMEOUT):
+def run_tests(target, image=None, workdir=None, *, builder=None, stream=None, timeout=RUN_TIMEOUT,
+              bench=False):
     """`vdsogen test`: build the harness (and an image when none is given), run, report.
 
     Returns 0 when every check passed, 1 otherwise.  A harness that cannot be
-    built or started raises HarnessError.
+    built or started raises HarnessError.  With `bench`, the harness times
+    clock_gettime through the image and through the syscall instead.
     """
-    result = run_tests_full(target, image, workdir, builder=builder, stream=stream, timeout=timeout)
+    result = run_tests_full(target, image, workdir, builder=builder, stream=stream, timeout=timeout,
+                            bench=bench)
     return result[0]
 
 
-def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=None, timeout=RUN_TIMEOUT):
+def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=None, timeout=RUN_TIMEOUT,
+                   bench=False):
     """Like run_tests, but returns (status, Outcome) for callers that look at single checks."""
     stream = stream or sys.stdout
     builder = builder or Builder(target, stream=stream)
@@ -225,7 +231,9 @@ def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=Non
         if image is None:
             image = _build_image(target, workdir / "image", builder)
         exe = build_harness(target, workdir, builder)
-        rc, outcome = run_harness(target, exe, image, builder, stream, timeout)
+        rc, outcome = run_harness(target, exe, image, builder, stream, timeout, bench)
+        if bench:
+            return (0 if rc == 0 else 1), outcome
         return _verdict(rc, outcome, stream), outcome
     except OSError as e:
         raise HarnessError(f"{e.filename or 'harness'}: {e.strerror}") from None
