@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from vdsogen import __version__, abi, rules
 from vdsogen.consumers import simulate
-from vdsogen.elf import ElfImage, Unreadable
+from vdsogen.elf import Budget, ElfImage, Unreadable
 from vdsogen.errors import ImageError
 
 SCHEMA_VERSION = 1
@@ -32,6 +32,7 @@ class Report:
     detection: abi.Detection | None = None
     findings: list = field(default_factory=list)
     consumers: list = field(default_factory=list)
+    work: int = 0                        # units of the work budget used (vdsogen.elf.Budget)
 
     def count(self, severity):
         return sum(f.severity == severity for f in self.findings)
@@ -67,30 +68,25 @@ def audit_image(img, arch=None, profile="linux"):
                 consumers = simulate(img, detection.abi)
             except Unreadable as err:
                 raise ImageError(img.path, str(err), err.offset) from None
-    return Report(img.path, image=img, detection=detection, findings=findings, consumers=consumers)
+    img.budget.disarm()                # the report may read a little more
+    return Report(img.path, image=img, detection=detection, findings=findings, consumers=consumers,
+                  work=img.budget.used)
 
 
 def audit_bytes(name, data, arch=None, profile="linux"):
-    """Report for one file's bytes; never raises for a damaged image."""
+    """Report for one file's bytes (None: read the file `name`); never raises
+    for a damaged image."""
+    budget = Budget(name)
     try:
-        return audit_image(ElfImage(name, data), arch, profile)
+        return audit_image(ElfImage(name, data, budget), arch, profile)
     except ImageError as err:
         if err.path != str(name):
             raise                      # not about this image (the ABI catalogue)
-        return Report(str(name), status="unusable", error=err)
+        return Report(str(name), status="unusable", error=err, work=budget.used)
 
 
 def audit_path(path, arch=None, profile="linux"):
-    try:
-        img = ElfImage(path)
-    except ImageError as err:
-        return Report(str(path), status="unusable", error=err)
-    try:
-        return audit_image(img, arch, profile)
-    except ImageError as err:
-        if err.path != str(path):
-            raise
-        return Report(str(path), status="unusable", error=err)
+    return audit_bytes(path, None, arch, profile)
 
 
 # -- the vDSO of this process ------------------------------------------------------

@@ -5,6 +5,7 @@ import sys
 
 from vdsogen import abi, rules
 from vdsogen.elf import ElfImage
+from vdsogen.errors import ImageError
 
 
 def expect_from_target(target):
@@ -46,7 +47,7 @@ def format_finding(f, path=None):
 def print_report(path, findings, fmt="text", stream=None, extra=None):
     stream = stream or sys.stdout
     if fmt == "json":
-        doc = {"file": str(path), "findings": [f.as_dict() for f in findings],
+        doc = {"file": str(path), "status": "checked", "error": None, "findings": [f.as_dict() for f in findings],
                "errors": len(errors(findings)),
                "warnings": sum(f.severity == "warning" for f in findings)}
         doc.update(extra or {})
@@ -60,7 +61,28 @@ def print_report(path, findings, fmt="text", stream=None, extra=None):
     print(f"{path}: {n_err} error(s), {n_warn} warning(s)", file=stream)
 
 
+def print_unusable(path, err, stream=None):
+    """The JSON document for an image that cannot be read: as `audit
+    --format=json` reports one (status "unusable", the error and its offset)."""
+    from vdsogen.audit import error_message
+    doc = {"file": str(path), "status": "unusable",
+           "error": {"message": error_message(err), "offset": err.offset},
+           "findings": [], "errors": 0, "warnings": 0}
+    stream = stream or sys.stdout
+    json.dump(doc, stream, indent=2)
+    stream.write("\n")
+
+
 def check_file(target, path, fmt="text"):
-    findings = check_image(target, path)
+    """Exit status: 0 clean, 1 errors, 2 unusable (ImageError, which the
+    command line reports; with --format=json a document is printed too)."""
+    try:
+        findings = check_image(target, path)
+    except ImageError as err:
+        if fmt != "json" or err.path != str(path):
+            raise
+        print_unusable(path, err)
+        print(f"vdsogen: {err}", file=sys.stderr)
+        return 2
     print_report(path, findings, fmt)
     return 1 if errors(findings) else 0

@@ -28,6 +28,7 @@ from vdsogen.elf import (DT, EM_ARM, PT_DYNAMIC, PT_LOAD, PT_TLS, SHN_ABS, SHN_U
 
 PAGE = 4096
 MAX_STEPS = 1 << 16          # dynamic entries, chain links, symbols scanned, verdefs
+MAX_STRING = 4096            # longer strings are compared cut short
 TYPE_NAMES = {STT_NOTYPE: "STT_NOTYPE", STT_OBJECT: "STT_OBJECT", STT_FUNC: "STT_FUNC",
               STT_COMMON: "STT_COMMON", STT_TLS: "STT_TLS", STT_GNU_IFUNC: "STT_GNU_IFUNC"}
 
@@ -71,11 +72,16 @@ class Memory:
         return self.read(addr, fmt)[0]
 
     def cstring(self, addr):
+        """The string at addr.  One longer than MAX_STRING is returned cut
+        short: the consumers only compare it with a name, and strcmp stops
+        at the first difference."""
         if addr < 0 or addr >= self.size:
             raise Fault(f"reads a string at 0x{addr:x}, outside the mapping")
-        end = self.data.find(b"\0", addr)
+        end = self.data.find(b"\0", addr, addr + MAX_STRING)
         if end < 0:
-            if self.size > len(self.data) and addr < len(self.data):
+            if addr + MAX_STRING <= len(self.data):
+                end = addr + MAX_STRING
+            elif self.size > len(self.data) and addr < len(self.data):
                 end = len(self.data)       # the page's zero padding ends it
             elif addr >= len(self.data):
                 return ""
@@ -158,6 +164,7 @@ def _dynamic(mem, addr):
     w = "I" if mem.img.elf_class == 32 else "Q"
     tags = {}
     for i in range(MAX_STEPS):
+        mem.img.charge()
         tag, val = mem.read(addr + i * 2 * struct.calcsize(w), w + w)
         if tag == 0:
             return tags
@@ -192,6 +199,7 @@ def _verdefs(mem, view):
     addr += view.base
     out, seen = [], set()
     for _ in range(MAX_STEPS):
+        mem.img.charge()
         if addr in seen:
             raise Hang("the verdef chain loops")
         seen.add(addr)
@@ -239,6 +247,7 @@ def _sysv_walk(mem, view, name, word):
     idx = mem.one(table + (2 + elf_hash(name) % nbucket) * word, fmt)
     seen = set()
     while idx != 0:
+        mem.img.charge()
         if idx in seen or len(seen) >= MAX_STEPS:
             raise Hang(f"the DT_HASH chain for {name} loops")
         seen.add(idx)
@@ -268,6 +277,7 @@ def _gnu_walk(mem, view, name, bloom):
         raise Fault(f"the DT_GNU_HASH bucket for {name} points below symoffset: the chain index underflows")
     chain = buckets + 4 * nbuckets
     for _ in range(MAX_STEPS):
+        mem.img.charge()
         ch = mem.one(chain + 4 * (idx - symoffset), "I")
         if (ch | 1) == (h | 1):
             yield idx
@@ -357,6 +367,7 @@ class Consumer:
         """(symbol, None) or (None, why it was refused)."""
         why = None
         for idx in self.candidates(view, lookup.symbol):
+            self.mem.img.charge()
             sym = _sym(self.mem, view, idx)
             if sym.name != lookup.symbol:
                 continue

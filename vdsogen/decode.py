@@ -8,6 +8,7 @@ between functions is never taken for code.  Encodings come from the
 architecture manuals; nothing here runs or interprets what it decodes.
 """
 
+from bisect import bisect_right
 from typing import NamedTuple
 
 from vdsogen.elf import (EM_386, EM_AARCH64, EM_ARM, EM_LOONGARCH, EM_MIPS, EM_PPC, EM_PPC64, EM_RISCV,
@@ -397,35 +398,67 @@ def decoder_for(img):
     return None
 
 
-MAX_WALK = 1 << 17
+class Regions:
+    """The code regions, for finding the one an address is in by bisection.
+
+    regions: [(start address, bytes)].  Where regions overlap, the one that
+    starts first owns the overlap."""
+
+    def __init__(self, regions):
+        pieces, covered = [], None
+        for start, code in sorted(regions, key=lambda r: (r[0], -len(r[1]))):
+            end = start + len(code)
+            lo = start if covered is None else max(start, covered)
+            if lo < end:
+                pieces.append((lo, end, start, code))
+                covered = end
+        self.starts = [p[0] for p in pieces]
+        self.pieces = pieces
+
+    def find(self, addr):
+        """(region start, bytes) of the region holding addr, or None."""
+        i = bisect_right(self.starts, addr) - 1
+        if i < 0:
+            return None
+        _lo, end, start, code = self.pieces[i]
+        return (start, code) if addr < end else None
+
+    def __contains__(self, addr):
+        return self.find(addr) is not None
 
 
 def walk(img, regions, entries):
     """Follow the flow from entries; yield (address, Insn, raw bytes) of every
-    instruction reached, each once.
+    instruction reached, each once.  Each instruction decoded is one unit of
+    the image's work budget.
 
-    regions: [(start address, bytes)] of executable code; entries: [(address, mode)]."""
+    regions: [(start address, bytes)] of executable code, or a Regions;
+    entries: [(address, mode)]."""
     decode = decoder_for(img)
     if decode is None:
         return
+    if not isinstance(regions, Regions):
+        regions = Regions(regions)
+    charge = img.charge
     seen = set()
     work = list(entries)
-    steps = 0
-    while work and steps < MAX_WALK:
+    while work:
         addr, mode = work.pop()
-        while steps < MAX_WALK:
-            steps += 1
+        region = None
+        while True:
             if (addr, mode) in seen:
                 break
-            region = next(((start, code) for start, code in regions if start <= addr < start + len(code)), None)
-            if region is None:
-                break
+            if region is None or not region[0] <= addr < region[0] + len(region[1]):
+                region = regions.find(addr)
+                if region is None:
+                    break
             seen.add((addr, mode))
+            charge()
             start, code = region
             insn = decode(code, addr - start, addr, mode)
             if insn is None or insn.length <= 0:
                 break
-            yield addr, insn, code[addr - start:addr - start + insn.length]
+            yield addr, insn, bytes(code[addr - start:addr - start + insn.length])
             if insn.target is not None:
                 work.append((insn.target, insn.mode or mode))
             if insn.kind in (JUMP, STOP):

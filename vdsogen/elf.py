@@ -1,12 +1,23 @@
 """A bounded, read-only view of one ELF image, built for untrusted files.
 
-pyelftools reads the ELF header, program and section headers and symbol
-tables.  The structures a loader reads through the dynamic segment (tags,
-hash tables, version definitions, strings, relocations) and the notes are
-read here from the bytes, the way glibc, musl or Go read them, with every
-offset, count and chain walk bounded, so that a damaged file yields an
-ImageError (or a finding), never a hang or a traceback.  s390x's 8-byte
-.hash words are read right, which pyelftools 0.29 does not.
+Everything is read here from the bytes, the way glibc, musl or Go read it:
+the headers, the section and symbol tables, and the structures a loader
+reaches through the dynamic segment (tags, hash tables, version
+definitions, strings, relocations) and the notes.  Every offset, count and
+chain walk is bounded, so that a damaged file yields an ImageError (or a
+finding), never a hang or a traceback.  s390x's 8-byte .hash words are
+read right.
+
+Only regular files are read (read_image_file): a FIFO or a device would
+block or never end.  Caps (MAX_*) refuse what no vDSO has: thousands of
+sections or symbols.  Within them, time is bounded by one work budget per
+file (`Budget`): the reader, the rules, the code walk and the consumer
+simulation charge it one unit per symbol, hash-chain step, dynamic entry,
+relocation, version definition, note, lookup candidate or decoded
+instruction (four code words scanned, 32 bytes of a name hashed).  A vDSO
+needs about a thousand units; a file that needs more than WORK_BUDGET is
+"too complex for a vDSO" (exit 2).  Hash tables are read once and each
+chain walked once, so that lookups cost no more than their chain.
 
 The symbols are read twice: `dynsym` is the .dynsym section as binutils
 shows it (or, when the image has no section headers, the loader's view),
@@ -14,20 +25,27 @@ shows it (or, when the image has no section headers, the loader's view),
 entries from DT_HASH's nchain or from DT_GNU_HASH.
 """
 
-import io
+import os
+import stat
 import struct
 from dataclasses import dataclass
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
+from elftools.elf.enums import ENUM_E_MACHINE
 
 from vdsogen.errors import ImageError
 
 MAX_IMAGE = 64 << 20          # far above any vDSO, .dbg included
-MAX_ENTRIES = 1 << 16         # tags, versions, hash buckets and chains
-MAX_SYMBOLS = 1 << 14         # per symbol table: a .dbg vDSO has a few hundred
-MAX_HEADERS = 1024            # program or section headers: a vDSO has a dozen or two
+MAX_ENTRIES = 1 << 16         # dynamic entries, hash buckets and chains, relocations per table
+MAX_SYMBOLS = 1 << 12         # per symbol table: a .dbg vDSO has a few hundred
+MAX_PHDRS = 64                # a vDSO has 4 to 8 program headers
+MAX_SECTIONS = 256            # a .dbg vDSO has 20 to 40 sections
 MAX_NOTES = 1024
+MAX_NAME = 4096               # longest symbol or section name read (note names are cut)
+# Units of work per file (see Budget).  The biggest image of the test corpus
+# (vdsogen's own ppc64le .so.dbg) needs about 770, the live x86_64 vDSO about
+# 1100: this is more than 50 times either, and at a few microseconds a unit,
+# a few tenths of a second.
+WORK_BUDGET = 60_000
 
 # Values the rules compare against (elf.h).
 ET_DYN = 3
@@ -146,7 +164,7 @@ class Verdef:
 class Note:
     name: str
     type: int
-    desc: bytes
+    desc: bytes        # a read-only view of the description bytes
     offset: int
     aligned: bool
     namesz: int = 0
@@ -160,10 +178,11 @@ class Reloc:
     sym: int
 
 
-# pyelftools signals a damaged file through many exception types.
-PARSE_ERRORS = (ELFError, struct.error, ValueError, KeyError, TypeError, AttributeError,
-                IndexError, OverflowError, ZeroDivisionError, UnicodeDecodeError, AssertionError,
-                RecursionError)
+# A damaged file can trip the struct arithmetic in many ways.
+PARSE_ERRORS = (struct.error, ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError,
+                ZeroDivisionError, UnicodeDecodeError, AssertionError, RecursionError)
+
+MACHINE_NAMES = {value: name for name, value in ENUM_E_MACHINE.items() if isinstance(value, int)}
 
 
 class Unreadable(Exception):
@@ -174,17 +193,88 @@ class Unreadable(Exception):
         self.offset = offset
 
 
+class TooComplex(ImageError):
+    """The file needs more work than any vDSO: it is reported as unusable."""
+
+
+class Budget:
+    """The units of work one file may take (see the module docstring).
+
+    Deterministic: the same bytes always take the same number of units."""
+
+    def __init__(self, path, limit=WORK_BUDGET):
+        self.path = str(path)
+        self.limit = limit
+        self.used = 0
+
+    def charge(self, units=1):
+        """Account for work about to be done; TooComplex (and the work is not
+        done) when it would go over the limit."""
+        if self.used + units > self.limit:
+            raise TooComplex(self.path, f"too complex for a vDSO: it needs more than {self.limit} units of work "
+                                        "(symbols, hash chain steps, instructions) to audit")
+        self.used += units
+
+    def disarm(self):
+        """Lift the limit once the audit is over (reports may read a little more)."""
+        self.limit = float("inf")
+
+
+def _file_kind(mode):
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def read_image_file(path):
+    """The bytes of a regular file, at most MAX_IMAGE + 1 of them.
+
+    Anything but a regular file (a FIFO, a device, a directory) is refused
+    before it is opened, so that nothing blocks or reads forever; the file
+    is opened non-blocking and its type checked again on the descriptor."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise ImageError(path, f"cannot read: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ImageError(path, f"not a regular file ({_file_kind(st.st_mode)}): cannot be a vDSO image")
+    if st.st_size > MAX_IMAGE:
+        raise ImageError(path, f"larger than {MAX_IMAGE >> 20} MiB: not a vDSO")
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        raise ImageError(path, f"cannot read: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ImageError(path, f"not a regular file ({_file_kind(st.st_mode)}): cannot be a vDSO image")
+        chunks, total = [], 0
+        while total <= MAX_IMAGE:
+            chunk = os.read(fd, min(1 << 20, MAX_IMAGE + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as e:
+        raise ImageError(path, f"cannot read: {e.strerror}") from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
 class ElfImage:
     """Everything the rules look at, read once, eagerly and within bounds."""
 
-    def __init__(self, path, data=None):
+    def __init__(self, path, data=None, budget=None):
         self.path = str(path)
+        self.budget = budget or Budget(path)
+        self.charge = self.budget.charge
+        self._cache = {}
         if data is None:
-            try:
-                with open(path, "rb") as f:
-                    data = f.read(MAX_IMAGE + 1)
-            except OSError as e:
-                raise ImageError(path, f"cannot read: {e.strerror}") from None
+            data = read_image_file(path)
         data = bytes(data)
         if len(data) > MAX_IMAGE:
             raise ImageError(path, f"larger than {MAX_IMAGE >> 20} MiB: not a vDSO")
@@ -193,6 +283,7 @@ class ElfImage:
         if len(data) < 16 or data[4] not in (1, 2) or data[5] not in (1, 2):
             raise ImageError(path, "bad ELF class or data encoding in e_ident", 4)
         self.data = data
+        self.view = memoryview(data)
         self.elf_class = 32 if data[4] == 1 else 64
         self.little = data[5] == 1
         self.endian = "little" if self.little else "big"
@@ -233,12 +324,24 @@ class ElfImage:
     def u32(self, offset):
         return self.unpack("I", offset)[0]
 
-    def cstring(self, offset, limit=4096):
+    def cstring(self, offset, limit=MAX_NAME):
         if offset < 0 or offset >= len(self.data):
             raise Unreadable(f"string at 0x{offset:x} is outside the file", offset)
         end = self.data.find(b"\0", offset, offset + limit)
         if end < 0:
             raise Unreadable(f"unterminated string at 0x{offset:x}", offset)
+        return self.data[offset:end].decode("utf-8", "replace")
+
+    def _table_string(self, offset):
+        """A name from a string table, as binutils reads it: "" when it runs
+        off the end of the file or lies outside it."""
+        if offset < 0 or offset >= len(self.data):
+            return ""
+        end = self.data.find(b"\0", offset, offset + MAX_NAME)
+        if end < 0:
+            if offset + MAX_NAME < len(self.data):
+                raise Unreadable(f"name at 0x{offset:x} is longer than {MAX_NAME} bytes", offset)
+            return ""
         return self.data[offset:end].decode("utf-8", "replace")
 
     def offset_of(self, vaddr, size=1):
@@ -268,19 +371,31 @@ class ElfImage:
             return len(self.data)
         return max(s.vaddr + s.memsz for s in self.loads)
 
-    # -- headers (pyelftools) --------------------------------------------
+    def _cached(self, key, compute):
+        """compute() once per image; an Unreadable is raised again on every call."""
+        if key not in self._cache:
+            try:
+                self._cache[key] = (True, compute())
+            except Unreadable as err:
+                self._cache[key] = (False, err)
+        ok, value = self._cache[key]
+        if not ok:
+            raise Unreadable(str(value), value.offset)
+        return value
+
+    # -- headers ----------------------------------------------------------
 
     def _read_headers(self):
         (self.e_type, self.e_machine, _version, self.e_entry, self.e_phoff, self.e_shoff,
          self.e_flags, _ehsize, self.e_phentsize, self.e_phnum, self.e_shentsize, self.e_shnum,
          self.e_shstrndx) = self.unpack("HHIWWWIHHHHHH", 16)
-        if self.e_phnum > MAX_HEADERS:
-            raise Unreadable(f"e_phnum {self.e_phnum}: absurd for a vDSO", 0x2C if self.elf_class == 32 else 0x38)
-        if self.e_shnum > MAX_HEADERS:
-            raise Unreadable(f"e_shnum {self.e_shnum}: absurd for a vDSO", 0x30 if self.elf_class == 32 else 0x3C)
-        elf = ELFFile(io.BytesIO(self.data))
-        self._elf = elf
-        self.machine_name = elf["e_machine"] if isinstance(elf["e_machine"], str) else f"EM_{self.e_machine}"
+        if self.e_phnum > MAX_PHDRS:
+            raise Unreadable(f"e_phnum {self.e_phnum}: absurd for a vDSO (at most {MAX_PHDRS} read)",
+                             0x2C if self.elf_class == 32 else 0x38)
+        if self.e_shnum > MAX_SECTIONS:
+            raise Unreadable(f"e_shnum {self.e_shnum}: absurd for a vDSO (at most {MAX_SECTIONS} read)",
+                             0x30 if self.elf_class == 32 else 0x3C)
+        self.machine_name = MACHINE_NAMES.get(self.e_machine, f"EM_{self.e_machine}")
         phsize = 32 if self.elf_class == 32 else 56
         field = 0x1C if self.elf_class == 32 else 0x20      # e_phoff
         if self.e_phnum and self.e_phentsize != phsize:
@@ -289,6 +404,7 @@ class ElfImage:
         if self.e_phnum * phsize + self.e_phoff > len(self.data):
             raise Unreadable(f"{self.e_phnum} program headers at 0x{self.e_phoff:x} run past the end of the "
                              f"file (0x{len(self.data):x} bytes)", field)
+        self.charge(self.e_phnum + self.e_shnum)
         self.segments = []
         for i in range(self.e_phnum):
             off = self.e_phoff + i * phsize
@@ -309,22 +425,16 @@ class ElfImage:
             if self.e_shoff + self.e_shnum * shsize > len(self.data):
                 raise Unreadable(f"{self.e_shnum} section headers at 0x{self.e_shoff:x} run past the end of "
                                  f"the file (0x{len(self.data):x} bytes)", field)
-            for i in range(self.e_shnum):
+            fmt = "IIIIIIIIII" if self.elf_class == 32 else "IIQQQQIIQQ"
+            raw = [self.unpack(fmt, self.e_shoff + i * shsize) for i in range(self.e_shnum)]
+            names = raw[self.e_shstrndx][4] if 0 < self.e_shstrndx < self.e_shnum else None
+            for i, (sh_name, sh_type, flags, addr, offset, size, link, info, _align, entsize) in enumerate(raw):
                 try:
-                    sec = elf.get_section(i)
-                    hdr = sec.header
-                    name = sec.name if 0 < self.e_shstrndx < self.e_shnum else ""
-                except PARSE_ERRORS as err:
-                    raise Unreadable(f"section header {i}: {err or type(err).__name__}",
-                                     self.e_shoff + i * shsize) from None
-                self.sections.append(Section(
-                    i, name, self._raw_sh_type(i), hdr["sh_flags"], hdr["sh_addr"], hdr["sh_offset"],
-                    hdr["sh_size"], hdr["sh_link"], hdr["sh_info"], hdr["sh_entsize"],
-                    self.e_shoff + i * shsize))
-
-    def _raw_sh_type(self, index):
-        shsize = 40 if self.elf_class == 32 else 64
-        return self.unpack("I", self.e_shoff + index * shsize + 4)[0]
+                    name = self._table_string(names + sh_name) if names is not None else ""
+                except Unreadable as err:
+                    raise Unreadable(f"section header {i}: {err}", self.e_shoff + i * shsize) from None
+                self.sections.append(Section(i, name, sh_type, flags, addr, offset, size, link, info, entsize,
+                                             self.e_shoff + i * shsize))
 
     def section(self, name):
         for s in self.sections:
@@ -339,13 +449,15 @@ class ElfImage:
         return [s for s in self.segments if s.type == p_type]
 
     def section_bytes(self, sec):
+        """A read-only view of a section's bytes in the file (empty for SHT_NOBITS)."""
         if sec.type == SHT_NOBITS or sec.offset >= len(self.data):
-            return b""
-        return self.data[sec.offset:sec.offset + sec.size]
+            return self.view[0:0]
+        return self.view[sec.offset:sec.offset + sec.size]
 
     # -- dynamic segment (as a loader reads it) -------------------------------
 
     def _read_dynamic(self):
+        self._dyn_first = {}
         dyns = self.segments_of_type(PT_DYNAMIC)
         if not dyns:
             return None
@@ -354,30 +466,28 @@ class ElfImage:
         count = min(seg.filesz // esize, MAX_ENTRIES)
         tags = []
         for i in range(count):
+            self.charge()
             tag, val = self.unpack("WW", seg.offset + i * esize)
             if self.elf_class == 64 and tag >= 1 << 63:
                 tag -= 1 << 64
             tags.append((tag, val, seg.offset + i * esize))
+            self._dyn_first.setdefault(tag, (val, seg.offset + i * esize))
             if tag == DT["NULL"]:
                 break
         return tags
 
     def dyn(self, name):
         """First value of a dynamic tag, or None."""
-        for tag, val, _ in self.dynamic or ():
-            if tag == DT[name]:
-                return val
-        return None
+        first = self._dyn_first.get(DT[name])
+        return None if first is None else first[0]
 
     def dyn_all(self, name):
         return [val for tag, val, _ in self.dynamic or () if tag == DT[name]]
 
     def dyn_offset(self, name):
         """File offset of the first entry with this tag (for `where`)."""
-        for tag, _val, off in self.dynamic or ():
-            if tag == DT[name]:
-                return off
-        return None
+        first = self._dyn_first.get(DT[name])
+        return None if first is None else first[1]
 
     def at_tag(self, name, size=1, addr=None):
         """File offset of what dynamic tag `name` points at; Unreadable naming the tag if outside."""
@@ -394,7 +504,7 @@ class ElfImage:
             raise Unreadable("no DT_STRTAB")
         if strsz is not None and offset >= strsz:
             raise Unreadable(f"string offset {offset} is past DT_STRSZ {strsz}", self.dyn_offset("STRSZ"))
-        return self.cstring(self.at_tag("STRTAB") + offset)
+        return self.cstring(self._cached("strtab", lambda: self.at_tag("STRTAB")) + offset)
 
     # -- symbols -------------------------------------------------------------
 
@@ -406,8 +516,10 @@ class ElfImage:
         entsize = self.symsize
         if sec.entsize != entsize:
             raise Unreadable(f"{sec.name or name}: sh_entsize {sec.entsize}, expected {entsize}", sec.hdr_offset)
-        if sec.size // entsize > MAX_SYMBOLS:
-            raise Unreadable(f"{sec.name or name}: {sec.size // entsize} symbols, absurd for a vDSO", sec.hdr_offset)
+        count = sec.size // entsize
+        if count > MAX_SYMBOLS:
+            raise Unreadable(f"{sec.name or name}: {count} symbols, absurd for a vDSO (at most {MAX_SYMBOLS} read)",
+                             sec.hdr_offset)
         if sec.offset + sec.size > len(self.data):
             raise Unreadable(f"{sec.name or name}: 0x{sec.offset:x}+0x{sec.size:x} runs past the end of the file",
                              sec.hdr_offset)
@@ -417,17 +529,17 @@ class ElfImage:
         if strsec.type != SHT_STRTAB or strsec.offset + strsec.size > len(self.data):
             raise Unreadable(f"{sec.name or name}: its string table (section {sec.link}) is unusable",
                              strsec.hdr_offset)
-        table = self._elf.get_section(sec.index)
+        self.charge(count)
+        fmt = self._e + ("IIIBBH" if self.elf_class == 32 else "IBBHQQ")
         out = []
-        for i, sym in enumerate(table.iter_symbols()):
-            off = sec.offset + i * entsize
-            st_info = self.data[off + (12 if self.elf_class == 32 else 4)]
-            shndx = sym["st_shndx"]
-            if isinstance(shndx, str):
-                shndx = {"SHN_UNDEF": 0, "SHN_ABS": SHN_ABS, "SHN_COMMON": SHN_COMMON}.get(shndx, 0xFFFF)
-            out.append(Symbol(i, sym.name, sym["st_value"], sym["st_size"], st_info & 0xF, st_info >> 4,
-                              self.data[off + (13 if self.elf_class == 32 else 5)] & 3,
-                              shndx, name, off))
+        rows = struct.iter_unpack(fmt, self.view[sec.offset:sec.offset + count * entsize])
+        for i, row in enumerate(rows):
+            if self.elf_class == 32:
+                st_name, value, size, info, other, shndx = row
+            else:
+                st_name, info, other, shndx, value, size = row
+            out.append(Symbol(i, self._table_string(strsec.offset + st_name), value, size, info & 0xF, info >> 4,
+                              other & 3, shndx, name, sec.offset + i * entsize))
         return out
 
     def loader_symbol_count(self):
@@ -443,11 +555,12 @@ class ElfImage:
         if top < t["symoffset"]:
             return t["symoffset"]
         idx = top
-        for _ in range(MAX_SYMBOLS):
+        for _ in range(MAX_SYMBOLS + 1):
+            self.charge()
             if self.u32(t["chain_off"] + 4 * (idx - t["symoffset"])) & 1:
                 return idx + 1
             idx += 1
-        raise Unreadable("DT_GNU_HASH: the last chain never ends", t["chain_off"])
+        raise Unreadable(f"DT_GNU_HASH: the last chain runs past {MAX_SYMBOLS} symbols", t["chain_off"])
 
     def loader_dynsym(self):
         """The dynamic symbols as a loader reaches them: DT_SYMTAB, DT_STRTAB,
@@ -461,6 +574,7 @@ class ElfImage:
         if count > MAX_SYMBOLS:
             raise Unreadable(f"the hash tables claim {count} symbols")
         base = self.at_tag("SYMTAB", max(count, 1) * self.symsize)
+        self.charge(count)
         out = []
         for i in range(count):
             off = base + i * self.symsize
@@ -486,18 +600,25 @@ class ElfImage:
         addr = self.dyn("VERSYM")
         if addr is None:
             return None
-        off = self.at_tag("VERSYM", 2 * max(count, 1))
-        return [self.unpack("H", off + 2 * i)[0] for i in range(count)]
+
+        def read():
+            off = self.at_tag("VERSYM", 2 * max(count, 1))
+            self.charge(count)
+            return list(struct.unpack_from(f"{self._e}{count}H", self.data, off))
+        return self._cached(("versym", count), read)
 
     def verdefs(self):
-        addr = self.dyn("VERDEF")
-        if addr is None:
+        if self.dyn("VERDEF") is None:
             return None
+        return list(self._cached("verdefs", self._read_verdefs))
+
+    def _read_verdefs(self):
         declared = self.dyn("VERDEFNUM")
         off = self.at_tag("VERDEF", 20)
         out, seen = [], set()
         limit = min(declared if declared is not None else MAX_ENTRIES, 1024)
         for _ in range(limit):
+            self.charge()
             if off in seen:
                 raise Unreadable("verdef chain loops", off)
             seen.add(off)
@@ -515,6 +636,15 @@ class ElfImage:
 
     # -- hash tables -------------------------------------------------------
 
+    def elf_hash(self, name):
+        """elf_hash(name), charged by its length: a name can be 4 KiB long."""
+        self.charge(len(name) >> 5)
+        return elf_hash(name)
+
+    def gnu_hash(self, name):
+        self.charge(len(name) >> 5)
+        return gnu_hash(name)
+
     @property
     def hash_word(self):
         """.hash word size consumers use: 8 on s390x (64-bit s390), 4 everywhere else."""
@@ -522,17 +652,20 @@ class ElfImage:
 
     def sysv_hash(self, word=None):
         """(nbucket, nchain, buckets, chains) of DT_HASH, or None."""
-        addr = self.dyn("HASH")
-        if addr is None:
+        if self.dyn("HASH") is None:
             return None
         word = word or self.hash_word
+        return self._cached(("sysv", word), lambda: self._read_sysv_hash(word))
+
+    def _read_sysv_hash(self, word):
         w = "I" if word == 4 else "Q"
         off = self.at_tag("HASH", 2 * word)
         nbucket, nchain = self.unpack(w + w, off)
         if nbucket > MAX_ENTRIES or nchain > MAX_ENTRIES:
             raise Unreadable(f"DT_HASH claims {nbucket} buckets and {nchain} chains", off)
         self.at_tag("HASH", (2 + nbucket + nchain) * word)
-        words = self.unpack(w * (nbucket + nchain), off + 2 * word)
+        self.charge((nbucket + nchain) // 16)        # one C-speed read of the words
+        words = struct.unpack_from(f"{self._e}{nbucket + nchain}{w}", self.data, off + 2 * word)
         return nbucket, nchain, words[:nbucket], words[nbucket:]
 
     def sysv_hash_word_in_file(self):
@@ -557,18 +690,18 @@ class ElfImage:
             return plausible[0]
         return self.hash_word
 
-    def sysv_chain_problems(self, word=None):
-        """Walk every DT_HASH chain once: a loop makes the image unusable
-        (Unreadable); an index past nchain or chains that merge are returned
-        as (bucket, message)."""
-        table = self.sysv_hash(word)
-        if table is None:
-            return []
-        nbucket, nchain, buckets, chains = table
-        problems, seen = [], set()
+    def _sysv_index(self, word):
+        """Walk every DT_HASH chain once, against .dynsym: (problems, found,
+        merged).  found maps each name to the index a lookup of it returns
+        when no chains merge; a loop makes the image unusable."""
+        nbucket, nchain, buckets, chains = self.sysv_hash(word)
+        names = [s.name for s in self.dynsym]
+        problems, seen, found, merged = [], set(), {}, False
+        self.charge(nbucket // 16)                  # an empty bucket costs little
         for b, idx in enumerate(buckets):
             walk = set()
             while idx:
+                self.charge()
                 if idx >= nchain:
                     problems.append((b, f"the chain of bucket {b} reaches index {idx}, past nchain {nchain}"))
                     break
@@ -577,11 +710,23 @@ class ElfImage:
                                      self.offset_of(self.dyn("HASH")))
                 if idx in seen:
                     problems.append((b, f"the chain of bucket {b} joins another chain at index {idx}"))
+                    merged = True
                     break
                 walk.add(idx)
                 seen.add(idx)
+                if idx < len(names) and names[idx] not in found and self.elf_hash(names[idx]) % nbucket == b:
+                    found[names[idx]] = idx
                 idx = chains[idx]
-        return problems
+        return problems, found, merged
+
+    def sysv_chain_problems(self, word=None):
+        """Walk every DT_HASH chain once: a loop makes the image unusable
+        (Unreadable); an index past nchain or chains that merge are returned
+        as (bucket, message)."""
+        if self.sysv_hash(word) is None:
+            return []
+        word = word or self.hash_word
+        return list(self._cached(("sysv-index", word), lambda: self._sysv_index(word))[0])
 
     def sysv_lookup(self, name, symbols, word=None):
         table = self.sysv_hash(word)
@@ -590,8 +735,14 @@ class ElfImage:
         nbucket, nchain, buckets, chains = table
         if nbucket == 0:
             return None
-        idx = buckets[elf_hash(name) % nbucket]
+        word = word or self.hash_word
+        if symbols is self.dynsym:
+            _problems, found, merged = self._cached(("sysv-index", word), lambda: self._sysv_index(word))
+            if not merged:
+                return found.get(name)
+        idx = buckets[self.elf_hash(name) % nbucket]
         for _ in range(nchain + 1):           # a chain can visit each entry once
+            self.charge()
             if idx == 0 or idx >= nchain:
                 return None
             if idx < len(symbols) and symbols[idx].name == name:
@@ -600,9 +751,11 @@ class ElfImage:
         raise Unreadable(f"DT_HASH chain for {name!r} loops")
 
     def gnu_hash_table(self):
-        addr = self.dyn("GNU_HASH")
-        if addr is None:
+        if self.dyn("GNU_HASH") is None:
             return None
+        return self._cached("gnu", self._read_gnu_hash)
+
+    def _read_gnu_hash(self):
         off = self.at_tag("GNU_HASH", 16)
         nbuckets, symoffset, bloom_size, bloom_shift = self.unpack("IIII", off)
         if nbuckets > MAX_ENTRIES or bloom_size > MAX_ENTRIES or symoffset > MAX_SYMBOLS:
@@ -611,17 +764,46 @@ class ElfImage:
         bloom_off = off + 16
         buckets_off = bloom_off + bloom_size * self.wsize
         self.at_tag("GNU_HASH", 16 + bloom_size * self.wsize + 4 * nbuckets)
-        bloom = self.unpack("W" * bloom_size, bloom_off) if bloom_size else ()
-        buckets = self.unpack("I" * nbuckets, buckets_off) if nbuckets else ()
+        self.charge((nbuckets + bloom_size) // 16)
+        bloom = struct.unpack_from(f"{self._e}{bloom_size}{self.word}", self.data, bloom_off)
+        buckets = struct.unpack_from(f"{self._e}{nbuckets}I", self.data, buckets_off)
         return {"nbuckets": nbuckets, "symoffset": symoffset, "bloom_shift": bloom_shift,
                 "bloom_size": bloom_size, "bloom": bloom, "buckets": buckets, "offset": off,
                 "chain_off": buckets_off + 4 * nbuckets}
+
+    def _gnu_chain(self, start):
+        """Walk the DT_GNU_HASH chain from index `start` once, against .dynsym:
+        {name: first index whose chain hash and name match}, and what ended
+        the walk if not its end marker (an Unreadable, or "never ends")."""
+        t = self.gnu_hash_table()
+        found = {}
+        idx = start
+        try:
+            for _ in range(MAX_SYMBOLS + 1):
+                self.charge()
+                ch = self.u32(t["chain_off"] + 4 * (idx - t["symoffset"]))
+                if idx < len(self.dynsym):
+                    name = self.dynsym[idx].name
+                    if name not in found and (ch | 1) == (self._gnu_hash_of(idx) | 1):
+                        found[name] = idx
+                if ch & 1:
+                    return found, None
+                idx += 1
+            return found, "never ends"
+        except Unreadable as err:
+            return found, err
+
+    def _gnu_hash_of(self, index):
+        hashes = self._cache.setdefault("gnu-hashes", {})
+        if index not in hashes:
+            hashes[index] = self.gnu_hash(self.dynsym[index].name)
+        return hashes[index]
 
     def gnu_lookup(self, name, symbols):
         t = self.gnu_hash_table()
         if t is None or t["nbuckets"] == 0:
             return None
-        h = gnu_hash(name)
+        h = self.gnu_hash(name)
         bits = self.wsize * 8
         if t["bloom"]:
             word = t["bloom"][(h // bits) % len(t["bloom"])]
@@ -633,7 +815,20 @@ class ElfImage:
             return None
         if idx < t["symoffset"]:
             raise Unreadable(f"DT_GNU_HASH bucket points below symoffset for {name!r}", t["offset"])
-        for _ in range(MAX_SYMBOLS):
+        if symbols is self.dynsym:
+            chains = self._cache.setdefault("gnu-chains", {})
+            if idx not in chains:
+                chains[idx] = self._gnu_chain(idx)
+            found, err = chains[idx]
+            if name in found:
+                return found[name]
+            if err == "never ends":
+                raise Unreadable(f"DT_GNU_HASH chain for {name!r} never ends", t["offset"])
+            if err is not None:
+                raise Unreadable(str(err), err.offset)
+            return None
+        for _ in range(MAX_SYMBOLS + 1):
+            self.charge()
             ch = self.u32(t["chain_off"] + 4 * (idx - t["symoffset"]))
             if (ch | 1) == (h | 1) and idx < len(symbols) and symbols[idx].name == name:
                 return idx
@@ -646,6 +841,9 @@ class ElfImage:
 
     def dynamic_relocs(self):
         """Every entry of DT_REL, DT_RELA and DT_JMPREL."""
+        return list(self._cached("relocs", self._read_dynamic_relocs))
+
+    def _read_dynamic_relocs(self):
         out = []
         w = self.wsize
         pltrel = self.dyn("PLTREL")
@@ -660,6 +858,7 @@ class ElfImage:
             if count > MAX_ENTRIES:
                 raise Unreadable(f"{table}: {count} relocations", self.dyn_offset(size_tag))
             base = self.at_tag(addr_tag, count * entsize)
+            self.charge(count)
             for i in range(count):
                 out.append(self._reloc(table, base + i * entsize))
         return out
@@ -694,6 +893,7 @@ class ElfImage:
             if off % 4:
                 self.note_problems.append((seg.hdr_offset, f"PT_NOTE at 0x{off:x} is not 4-byte aligned"))
             while off < end and len(notes) < MAX_NOTES:
+                self.charge()
                 if off + 12 > end:
                     self.note_problems.append((off, f"{end - off} stray byte(s) at the end of PT_NOTE"))
                     break
@@ -705,11 +905,12 @@ class ElfImage:
                     self.note_problems.append((off, f"note (namesz {namesz}, descsz {descsz}) runs past "
                                                     f"its PT_NOTE, which ends at 0x{end:x}"))
                     break
-                raw_name = self.data[name_off:name_off + namesz]
-                name = raw_name.rstrip(b"\0").decode("utf-8", "replace")
-                if namesz and raw_name[-1:] != b"\0":
-                    self.note_problems.append((off, f"note name {name!r} is not NUL-terminated"))
-                notes.append(Note(name, ntype, self.data[desc_off:desc_off + descsz], off, off % 4 == 0,
+                # Names longer than MAX_NAME are kept cut short: no reader knows one.
+                name = bytes(self.view[name_off:name_off + min(namesz, MAX_NAME)]).rstrip(b"\0")
+                name = name.decode("utf-8", "replace")
+                if namesz and self.data[name_off + namesz - 1] != 0:
+                    self.note_problems.append((off, f"note name {name[:64]!r} is not NUL-terminated"))
+                notes.append(Note(name, ntype, self.view[desc_off:desc_off + descsz], off, off % 4 == 0,
                                   namesz))
                 off = nxt
         return notes

@@ -1,5 +1,7 @@
 """Rules that read the code itself."""
 
+import struct
+
 from vdsogen import decode
 from vdsogen.elf import (EM_AARCH64, EM_ARM, PF_X, SHF_EXECINSTR, SHT_NOBITS, STB_LOCAL, STT_FUNC,
                          STT_NOTYPE)
@@ -11,12 +13,16 @@ MAX_FINDINGS = 20
 
 
 def code_words(img):
-    """(file offset, 32-bit word) of every aligned word in executable sections."""
+    """(file offset, 32-bit word) of every aligned word in executable sections;
+    four words are a unit of the image's work budget."""
+    fmt = ">I" if img.code_endian == "big" else "<I"
     for sec in img.sections:
         if sec.flags & SHF_EXECINSTR and sec.type != SHT_NOBITS:   # SHT_NOBITS holds no code
-            data = img.data[sec.offset:sec.offset + sec.size]
-            for i in range(0, len(data) - 3, 4):
-                yield sec.offset + i, int.from_bytes(data[i:i + 4], img.code_endian)
+            data = img.section_bytes(sec)
+            n = len(data) // 4
+            img.charge(n // 4 + 1)
+            for i, (word,) in enumerate(struct.iter_unpack(fmt, data[:4 * n])):
+                yield sec.offset + 4 * i, word
 
 
 @rule("K001", "error", "powerpc: every bcl must be `bcl 20,31,.+4`, the form that spares the link-stack predictor",
@@ -29,11 +35,17 @@ def powerpc_bcl(ctx):
     img = ctx.image
     if img.e_machine not in (EM_PPC, EM_PPC64):
         return
+    count = 0
     for off, word in code_words(img):
         # opcode 16 (bc) with LK set and AA clear is a bcl.
         if word & 0xFC000003 == 0x40000001 and word != BCL_20_31_NEXT:
+            count += 1
+            if count > MAX_FINDINGS:
+                continue
             bo, bi, bd = (word >> 21) & 31, (word >> 16) & 31, word & 0xFFFC
             yield f"@0x{off:x}", f"bcl {bo},{bi},.{'+' if bd < 0x8000 else '-'}{bd if bd < 0x8000 else 0x10000 - bd}"
+    if count > MAX_FINDINGS:
+        yield "code", f"{count - MAX_FINDINGS} more bcl of another form"
 
 
 def code_regions(img):
@@ -44,16 +56,18 @@ def code_regions(img):
     for sec in img.sections:
         if (sec.flags & SHF_EXECINSTR and sec.type != SHT_NOBITS and sec.size
                 and sec.name != ".altinstr_replacement" and sec.offset < len(img.data)):
-            out.append((sec.addr, img.data[sec.offset:sec.offset + sec.size], sec.offset))
+            out.append((sec.addr, img.view[sec.offset:sec.offset + sec.size], sec.offset))
     if not img.sections:
         for seg in img.loads:
             if seg.flags & PF_X:
-                out.append((seg.vaddr, img.data[seg.offset:seg.offset + seg.filesz], seg.offset))
+                out.append((seg.vaddr, img.view[seg.offset:seg.offset + seg.filesz], seg.offset))
     return out
 
 
 def entry_points(img, regions):
     """(address, mode) of every function the symbol tables name inside the code."""
+    if not isinstance(regions, decode.Regions):
+        regions = decode.Regions([(a, code) for a, code, _o in regions])
     out = set()
     for s in img.dynsym[1:] + img.symtab[1:]:
         if not s.defined:
@@ -63,7 +77,7 @@ def entry_points(img, regions):
         addr, mode = s.value, None
         if img.e_machine == EM_ARM:
             addr, mode = s.value & ~1, "thumb" if s.value & 1 else "arm"
-        if any(a <= addr < a + len(code) for a, code, _o in regions):
+        if addr in regions:
             out.add((addr, mode))
     return sorted(out, key=lambda e: (e[0], e[1] or ""))
 
@@ -73,8 +87,8 @@ def reached(ctx):
     if "code" not in ctx.cache:
         img = ctx.image
         regions = code_regions(img)
-        plain = [(a, code) for a, code, _o in regions]
-        ctx.cache["code"] = (regions, list(decode.walk(img, plain, entry_points(img, regions))))
+        index = decode.Regions([(a, code) for a, code, _o in regions])
+        ctx.cache["code"] = (regions, list(decode.walk(img, index, entry_points(img, index))))
     return ctx.cache["code"]
 
 

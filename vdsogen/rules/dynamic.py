@@ -144,6 +144,7 @@ def _section_reloc_entries(img, sec):
     w = img.wsize
     entsize = {SHT_REL: 2 * w, SHT_RELA: 3 * w}[sec.type]
     count = min(sec.size // entsize, 1 << 16)
+    img.charge(count)
     for i in range(count):
         off = sec.offset + i * entsize
         if off + entsize > len(img.data):

@@ -1,6 +1,6 @@
 """Symbol versioning rules: glibc and Go look every symbol up by name@version."""
 
-from vdsogen.elf import VER_FLG_BASE, elf_hash
+from vdsogen.elf import VER_FLG_BASE
 from vdsogen.rules import rule
 from vdsogen.rules.symbols import exported
 
@@ -68,8 +68,9 @@ def verdef_hash(ctx):
     if img.dynamic is None:
         return
     for v in img.verdefs() or ():
-        if v.hash != elf_hash(v.name):
-            yield f"verdef @0x{v.offset:x}", f"vd_hash 0x{v.hash:x} for {v.name!r}, expected 0x{elf_hash(v.name):x}"
+        want = img.elf_hash(v.name)
+        if v.hash != want:
+            yield f"verdef @0x{v.offset:x}", f"vd_hash 0x{v.hash:x} for {v.name!r}, expected 0x{want:x}"
 
 
 @rule("V004", "error", "the version nodes must be the target ABI's (after the BASE entry)",
