@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0
 /*
  * A small dynamic-symbol reader over a mapped vDSO image, doing what a libc
  * does when it looks up a vDSO entry: PT_DYNAMIC, then DT_GNU_HASH or

@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0 */
 /*
  * vdsogen test harness: types shared by the generated harness_target.h, the
  * ELF reader (elf.c) and the checks (harness.c).

@@ -915,9 +915,6 @@ class ElfImage:
                 off = nxt
         return notes
 
-    def text_section(self):
-        return self.section(".text")
-
 
 def _align4(n):
     return (n + 3) & ~3

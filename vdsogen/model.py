@@ -141,10 +141,6 @@ class Target:
     entry_style: str
     toolchain: Toolchain
 
-    @property
-    def arch_dir(self):
-        return paths.ARCH / self.arch
-
     def fragment(self, name):
         """Template name of an arch fragment, for the Jinja2 loader."""
         return f"arch/{self.arch}/{name}"

@@ -151,6 +151,3 @@ def run(ctx, only=None):
             raise ImageError(ctx.image.path, str(err), err.offset) from None
     return out
 
-
-def where_offset(offset):
-    return f"@0x{offset:x}"

@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The generic vDSO time core, shared by every vdsogen target; this copy was
  * generated for arm64.  The architecture supplies only the hooks
