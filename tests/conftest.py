@@ -9,10 +9,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from vdsogen.build import build_target  # noqa: E402
-from vdsogen.check import build_validator  # noqa: E402
-from vdsogen.model import load_target  # noqa: E402
-from vdsogen.toolchain import Builder  # noqa: E402
+from vdsogen.build.image import build_target  # noqa: E402
+from vdsogen.audit.check import build_validator  # noqa: E402
+from vdsogen.spec.model import load_target  # noqa: E402
+from vdsogen.build.toolchain import Builder  # noqa: E402
 
 TARGETS = ("x86_64", "arm64", "ppc64le")
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 
-from vdsogen import abi as catalogue
+from vdsogen.spec import abi as catalogue
 
 CLANG, LLD = "clang-19", "ld.lld-19"
 
@@ -353,7 +353,7 @@ def arm_float_flags(path):
 def s390x_hash_words(path):
     """Rewrite lld's 4-byte .hash words as the 8-byte words s390x consumers read, in
     the space the linker script reserved after .hash (.hashpad)."""
-    from vdsogen.elf import ElfImage
+    from vdsogen.elf.reader import ElfImage
     data = bytearray(path.read_bytes())
     img = ElfImage(path, bytes(data))
     sec, pad = img.section(".hash"), img.section(".hashpad")

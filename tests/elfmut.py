@@ -3,7 +3,7 @@
 import random
 import struct
 
-from vdsogen.elf import DT, ElfImage
+from vdsogen.elf.reader import DT, ElfImage
 
 
 class Mutant:
@@ -227,8 +227,8 @@ def synthesize(abi="x86_64", nsyms=8, nbucket=None, gnu_nbuckets=None, name_len=
     per block.  claims are (field, value) pairs written over the finished
     image: nbucket, nchain, gnu_nbuckets, gnu_symoffset, gnu_bloom_size,
     e_shnum, e_phnum, strsz."""
-    from vdsogen import abi as catalogue
-    from vdsogen.elf import elf_hash, gnu_hash
+    from vdsogen.spec import abi as catalogue
+    from vdsogen.elf.reader import elf_hash, gnu_hash
 
     a = catalogue.get(abi)
     rng = random.Random(seed)

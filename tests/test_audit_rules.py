@@ -7,9 +7,9 @@ import pytest
 
 import corpus as corpus_images
 from elfmut import Mutant
-from vdsogen import rules
-from vdsogen.audit import audit_path
-from vdsogen.elf import DT, PF_R, PF_W, PF_X, PT_GNU_EH_FRAME, PT_GNU_STACK, PT_TLS, STB_LOCAL, elf_hash
+from vdsogen.audit import rules
+from vdsogen.audit.run import audit_path
+from vdsogen.elf.reader import DT, PF_R, PF_W, PF_X, PT_GNU_EH_FRAME, PT_GNU_STACK, PT_TLS, STB_LOCAL, elf_hash
 
 
 @pytest.fixture(scope="session")

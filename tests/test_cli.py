@@ -67,7 +67,7 @@ def test_toolchain_selection(tmp_path, env):
 
 @pytest.mark.parametrize("name", ["arm64", "ppc64le"])
 def test_gnu_cross_toolchain(tmp_path, name):
-    from vdsogen.model import load_target
+    from vdsogen.spec.model import load_target
     triple = load_target(name).toolchain.gnu_triple
     proc = vdsogen("build", f"--arch={name}", f"--out={tmp_path}", env={"CROSS_COMPILE": f"{triple}-"})
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 from conftest import ROOT
 import corpus as corpus_images
 from elfmut import SYNTH_ABIS, synthesize
-from vdsogen.audit import audit_bytes
-from vdsogen.elf import WORK_BUDGET, ElfImage, TooComplex, Unreadable
+from vdsogen.audit.run import audit_bytes
+from vdsogen.elf.reader import WORK_BUDGET, ElfImage, TooComplex, Unreadable
 
 
 @pytest.fixture(scope="session")

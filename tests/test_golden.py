@@ -6,8 +6,8 @@ import os
 import pytest
 
 from conftest import ROOT, TARGETS
-from vdsogen.model import load_target
-from vdsogen.render import sources
+from vdsogen.spec.model import load_target
+from vdsogen.gen.render import sources
 
 GOLDEN = ROOT / "tests" / "golden"
 

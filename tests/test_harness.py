@@ -12,14 +12,14 @@ import re
 import pytest
 
 from vdsogen import cli, paths
-from vdsogen.build import build_target
-from vdsogen.check import build_validator
+from vdsogen.build.image import build_target
+from vdsogen.audit.check import build_validator
 from vdsogen.errors import HarnessError
-from vdsogen.harness import build_harness, run_harness, run_tests, run_tests_full
-from vdsogen.layout import load_layout
-from vdsogen.model import load_target
-from vdsogen.render import sources
-from vdsogen.toolchain import Builder
+from vdsogen.harness.driver import build_harness, run_harness, run_tests, run_tests_full
+from vdsogen.spec.layout import load_layout
+from vdsogen.spec.model import load_target
+from vdsogen.gen.render import sources
+from vdsogen.build.toolchain import Builder
 
 TARGETS = ["x86_64", "arm64", "ppc64le"]
 
@@ -269,7 +269,7 @@ def syscall_variant(tmp_path_factory):
 
 
 def test_coarse_setting_reaches_the_harness():
-    from vdsogen.harness import harness_sources
+    from vdsogen.harness.driver import harness_sources
 
     for setting, value in (("page", 0), ("syscall", 1)):
         target = with_coarse_in_mode_none(load_target("x86_64"), setting)

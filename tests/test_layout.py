@@ -4,7 +4,7 @@ facts, not against itself."""
 
 import pytest
 
-from vdsogen.layout import load_layout
+from vdsogen.spec.layout import load_layout
 
 CLOCK = {"seq": 0, "clock_mode": 4, "cycle_last": 8, "mask": 16, "mult": 24, "shift": 28, "basetime": 32}
 CLOCK_MAX_CYCLES = {"seq": 0, "clock_mode": 4, "cycle_last": 8, "max_cycles": 16, "mask": 24, "mult": 32,

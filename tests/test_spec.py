@@ -95,7 +95,7 @@ def test_one_bad_spec_stops_every_target(project_copy, tmp_path):
 
 
 def test_every_shipped_spec_loads():
-    from vdsogen.model import list_targets, load_target
+    from vdsogen.spec.model import list_targets, load_target
     names = list_targets()
     assert {"x86_64", "arm64", "ppc64le"} <= set(names)
     for n in names:

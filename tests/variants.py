@@ -2,8 +2,8 @@
 
 import io
 
-from vdsogen.render import sources
-from vdsogen.toolchain import Builder
+from vdsogen.gen.render import sources
+from vdsogen.build.toolchain import Builder
 
 
 def build_variant(target, workdir, edit=None, extra=(), ldflags_drop=()):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from vdsogen import __version__
 from vdsogen.errors import VdsogenError
-from vdsogen.model import list_targets, load_target
+from vdsogen.spec.model import list_targets, load_target
 
 
 def _targets(text):
@@ -25,9 +25,9 @@ def cmd_list(args):
 
 
 def cmd_build(args):
-    from vdsogen.build import build_target
-    from vdsogen.check import build_validator
-    from vdsogen.render import sources
+    from vdsogen.build.image import build_target
+    from vdsogen.audit.check import build_validator
+    from vdsogen.gen.render import sources
 
     # Every spec is loaded and rendered before anything is written.
     targets = [load_target(n) for n in args.arch]
@@ -40,13 +40,13 @@ def cmd_build(args):
 
 
 def cmd_check(args):
-    from vdsogen.check import check_file
+    from vdsogen.audit.check import check_file
 
     return check_file(load_target(args.arch), args.file, fmt=args.format)
 
 
 def cmd_audit(args):
-    from vdsogen.audit import main
+    from vdsogen.audit.run import main
 
     if not args.files and not args.live:
         print("vdsogen audit: nothing to audit: give FILE... or --live", file=sys.stderr)
@@ -56,7 +56,7 @@ def cmd_audit(args):
 
 
 def cmd_rules(args):
-    from vdsogen import rules
+    from vdsogen.audit import rules
 
     if args.id:
         r = rules.get_rule(args.id)
@@ -80,18 +80,18 @@ def cmd_rules(args):
 
 
 def cmd_test(args):
-    from vdsogen.harness import run_tests
+    from vdsogen.harness.driver import run_tests
 
     return run_tests(load_target(args.arch), args.image, workdir=args.workdir, bench=args.bench)
 
 
 def _profiles():
-    from vdsogen.rules import PROFILE_HELP
+    from vdsogen.audit.rules import PROFILE_HELP
     return PROFILE_HELP
 
 
 def _abi_names():
-    from vdsogen import abi
+    from vdsogen.spec import abi
     try:
         return abi.names()
     except VdsogenError:

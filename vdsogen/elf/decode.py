@@ -11,7 +11,7 @@ architecture manuals; nothing here runs or interprets what it decodes.
 from bisect import bisect_right
 from typing import NamedTuple
 
-from vdsogen.elf import (EM_386, EM_AARCH64, EM_ARM, EM_LOONGARCH, EM_MIPS, EM_PPC, EM_PPC64, EM_RISCV,
+from vdsogen.elf.reader import (EM_386, EM_AARCH64, EM_ARM, EM_LOONGARCH, EM_MIPS, EM_PPC, EM_PPC64, EM_RISCV,
                          EM_S390, EM_X86_64)
 
 SEQ, CALL, JUMP, CJUMP, STOP = "seq", "call", "jump", "cjump", "stop"

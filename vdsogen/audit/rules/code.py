@@ -2,10 +2,10 @@
 
 import struct
 
-from vdsogen import decode
-from vdsogen.elf import (EM_AARCH64, EM_ARM, PF_X, SHF_EXECINSTR, SHT_NOBITS, STB_LOCAL, STT_FUNC,
+from vdsogen.elf import decode
+from vdsogen.elf.reader import (EM_AARCH64, EM_ARM, PF_X, SHF_EXECINSTR, SHT_NOBITS, STB_LOCAL, STT_FUNC,
                          STT_NOTYPE)
-from vdsogen.rules import rule
+from vdsogen.audit.rules import rule
 
 EM_PPC, EM_PPC64 = 20, 21
 BCL_20_31_NEXT = 0x429F0005   # bcl 20,31,.+4

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from vdsogen import paths
 from vdsogen.errors import SpecError
-from vdsogen.layout import load_layout, layout_path
-from vdsogen.schema import C_IDENT, Table, load_toml
+from vdsogen.spec.layout import load_layout, layout_path
+from vdsogen.spec.toml import C_IDENT, Table, load_toml
 
 # e_machine values of the ABIs vdsogen knows (elf.h).
 MACHINES = {"EM_386": 3, "EM_MIPS": 8, "EM_PPC": 20, "EM_PPC64": 21, "EM_S390": 22,

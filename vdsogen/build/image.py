@@ -9,8 +9,8 @@ from pathlib import Path
 
 from vdsogen.errors import BuildError
 from vdsogen.fsutil import remove_quietly, write_atomic
-from vdsogen.render import sources
-from vdsogen.toolchain import Builder
+from vdsogen.gen.render import sources
+from vdsogen.build.toolchain import Builder
 
 
 def build_target(target, outdir, builder=None, validate=None, files=None):

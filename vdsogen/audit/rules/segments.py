@@ -1,8 +1,8 @@
 """Program header rules: one R+X mapping from offset 0, as the kernel maps it."""
 
-from vdsogen.elf import (PF_R, PF_W, PF_X, PT_DYNAMIC, PT_GNU_EH_FRAME, PT_GNU_PROPERTY, PT_GNU_RELRO,
+from vdsogen.elf.reader import (PF_R, PF_W, PF_X, PT_DYNAMIC, PT_GNU_EH_FRAME, PT_GNU_PROPERTY, PT_GNU_RELRO,
                          PT_GNU_STACK, PT_INTERP, PT_LOAD, PT_NOTE, PT_NULL, PT_PHDR, PT_TLS)
-from vdsogen.rules import rule
+from vdsogen.audit.rules import rule
 
 
 def _at(seg):

@@ -9,7 +9,7 @@ alignment; the generated header re-checks each one with _Static_assert.
 from dataclasses import dataclass
 
 from vdsogen import paths
-from vdsogen.schema import C_IDENT, Table, load_toml
+from vdsogen.spec.toml import C_IDENT, Table, load_toml
 
 SCALARS = {
     "u8": (1, "uint8_t"), "u16": (2, "uint16_t"), "u32": (4, "uint32_t"), "u64": (8, "uint64_t"),

@@ -1,8 +1,8 @@
 """Symbol versioning rules: glibc and Go look every symbol up by name@version."""
 
-from vdsogen.elf import VER_FLG_BASE
-from vdsogen.rules import rule
-from vdsogen.rules.symbols import exported
+from vdsogen.elf.reader import VER_FLG_BASE
+from vdsogen.audit.rules import rule
+from vdsogen.audit.rules.symbols import exported
 
 
 @rule("V001", "error", "DT_VERSYM and DT_VERDEF must be present and consistent",

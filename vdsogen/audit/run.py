@@ -13,9 +13,11 @@ import struct
 import sys
 from dataclasses import dataclass, field
 
-from vdsogen import __version__, abi, rules
-from vdsogen.consumers import simulate
-from vdsogen.elf import Budget, ElfImage, Unreadable
+from vdsogen import __version__
+from vdsogen.audit import rules
+from vdsogen.spec import abi
+from vdsogen.audit.consumers import simulate
+from vdsogen.elf.reader import Budget, ElfImage, Unreadable
 from vdsogen.errors import ImageError
 
 SCHEMA_VERSION = 1

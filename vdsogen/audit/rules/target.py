@@ -1,7 +1,7 @@
 """Rules that compare an image with what its target spec promises."""
 
-from vdsogen.elf import Unreadable
-from vdsogen.rules import rule
+from vdsogen.elf.reader import Unreadable
+from vdsogen.audit.rules import rule
 
 
 def _words(img, addr, count):

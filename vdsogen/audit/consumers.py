@@ -21,8 +21,8 @@ address) or n/a (the consumer makes no vDSO calls on this ABI).
 import struct
 from dataclasses import dataclass, field
 
-from vdsogen.abi import CONSUMER_NAMES, CONSUMERS
-from vdsogen.elf import (DT, EM_ARM, PT_DYNAMIC, PT_LOAD, PT_TLS, SHN_ABS, SHN_UNDEF, STB_GLOBAL,
+from vdsogen.spec.abi import CONSUMER_NAMES, CONSUMERS
+from vdsogen.elf.reader import (DT, EM_ARM, PT_DYNAMIC, PT_LOAD, PT_TLS, SHN_ABS, SHN_UNDEF, STB_GLOBAL,
                          STB_GNU_UNIQUE, STB_WEAK, STT_COMMON, STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE,
                          STT_OBJECT, STT_TLS, VER_FLG_BASE, Unreadable, elf_hash, gnu_hash)
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from vdsogen.elf import Unreadable
+from vdsogen.elf.reader import Unreadable
 from vdsogen.errors import SpecError
 
-CATALOGUE = Path(__file__).resolve().parent / "data" / "abi.toml"
+CATALOGUE = Path(__file__).resolve().parent / "abi.toml"
 CONSUMERS = ("glibc", "musl", "go", "sysv")
 CONSUMER_NAMES = {
     "glibc": "glibc",

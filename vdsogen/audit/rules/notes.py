@@ -1,7 +1,7 @@
 """Note rules: the notes are walked through PT_NOTE with 4-byte alignment."""
 
-from vdsogen.elf import PT_NOTE
-from vdsogen.rules import rule
+from vdsogen.elf.reader import PT_NOTE
+from vdsogen.audit.rules import rule
 
 NT_GNU_BUILD_ID, NT_GNU_PROPERTY_TYPE_0 = 3, 5
 NT_LINUX_VERSION, NT_LINUX_BUILD_SALT = 0, 0x100

@@ -22,7 +22,7 @@ import jinja2
 from vdsogen import paths
 from vdsogen.errors import HarnessError
 from vdsogen.fsutil import write_atomic
-from vdsogen.toolchain import Builder
+from vdsogen.build.toolchain import Builder
 
 # Headers of the vDSO build the harness compiles against.
 VDSO_HEADERS = ("datapage.h", "vdso_arch.h")
@@ -49,7 +49,7 @@ def runner(target):
 
 def harness_sources(target):
     """[(file name, text)] of the generated headers the harness needs."""
-    from vdsogen.render import harness_header, sources
+    from vdsogen.gen.render import harness_header, sources
 
     rendered = dict(sources(target))
     out = [(name, rendered[name]) for name in VDSO_HEADERS]
@@ -96,8 +96,8 @@ def build_harness(target, workdir, builder=None):
 
 
 def _build_image(target, outdir, builder):
-    from vdsogen.build import build_target
-    from vdsogen.check import build_validator
+    from vdsogen.build.image import build_target
+    from vdsogen.audit.check import build_validator
 
     so, _ = build_target(target, outdir, builder=builder, validate=build_validator)
     return so

@@ -1,7 +1,7 @@
 """Dynamic section and relocation rules."""
 
-from vdsogen.elf import DT, DT_NAMES, EM_MIPS, EM_PPC, EM_PPC64, SHT_REL, SHT_RELA, SHT_RELR, Unreadable
-from vdsogen.rules import rule
+from vdsogen.elf.reader import DT, DT_NAMES, EM_MIPS, EM_PPC, EM_PPC64, SHT_REL, SHT_RELA, SHT_RELR, Unreadable
+from vdsogen.audit.rules import rule
 
 DT_MIPS = {0x70000001: "MIPS_RLD_VERSION", 0x70000005: "MIPS_FLAGS", 0x70000006: "MIPS_BASE_ADDRESS",
            0x7000000A: "MIPS_LOCAL_GOTNO", 0x70000011: "MIPS_SYMTABNO", 0x70000012: "MIPS_UNREFEXTNO",

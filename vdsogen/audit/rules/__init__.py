@@ -9,7 +9,7 @@ findings with the severity the profile gives.  IDs never change meaning.
 import textwrap
 from dataclasses import dataclass, field
 
-from vdsogen.elf import Unreadable
+from vdsogen.elf.reader import Unreadable
 from vdsogen.errors import ImageError
 
 PROFILES = ("linux", "qemu-user", "strict")
@@ -130,7 +130,7 @@ def get_rule(rule_id):
 
 def _load():
     # Rule modules register themselves on import.
-    from vdsogen.rules import (code, consumers, dynamic, hashes, header, notes, sections,  # noqa: F401
+    from vdsogen.audit.rules import (code, consumers, dynamic, hashes, header, notes, sections,  # noqa: F401
                                segments, symbols, target, versions)
 
 

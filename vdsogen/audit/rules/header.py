@@ -1,7 +1,7 @@
 """ELF header rules."""
 
-from vdsogen.elf import ET_DYN
-from vdsogen.rules import rule
+from vdsogen.elf.reader import ET_DYN
+from vdsogen.audit.rules import rule
 
 
 @rule("H001", "error", "e_type must be ET_DYN: loaders treat the vDSO as a shared object",

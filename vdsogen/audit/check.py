@@ -3,8 +3,9 @@
 import json
 import sys
 
-from vdsogen import abi, rules
-from vdsogen.elf import ElfImage
+from vdsogen.audit import rules
+from vdsogen.spec import abi
+from vdsogen.elf.reader import ElfImage
 from vdsogen.errors import ImageError
 
 
@@ -64,7 +65,7 @@ def print_report(path, findings, fmt="text", stream=None, extra=None):
 def print_unusable(path, err, stream=None):
     """The JSON document for an image that cannot be read: as `audit
     --format=json` reports one (status "unusable", the error and its offset)."""
-    from vdsogen.audit import error_message
+    from vdsogen.audit.run import error_message
     doc = {"file": str(path), "status": "unusable",
            "error": {"message": error_message(err), "offset": err.offset},
            "findings": [], "errors": 0, "warnings": 0}

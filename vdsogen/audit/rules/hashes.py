@@ -1,7 +1,7 @@
 """Hash table rules: consumers find every symbol through DT_HASH or DT_GNU_HASH."""
 
-from vdsogen.elf import EM_MIPS, SHN_UNDEF, STB_LOCAL
-from vdsogen.rules import rule
+from vdsogen.elf.reader import EM_MIPS, SHN_UNDEF, STB_LOCAL
+from vdsogen.audit.rules import rule
 
 
 @rule("X001", "warning", "DT_HASH should be present: musl and other DT_HASH-only readers need it",

@@ -1,8 +1,8 @@
 """Consumer rules: what glibc, musl, the Go runtime and a DT_HASH-only parser
 make of the image (vdsogen.consumers simulates their lookups)."""
 
-from vdsogen.consumers import simulate
-from vdsogen.rules import rule
+from vdsogen.audit.consumers import simulate
+from vdsogen.audit.rules import rule
 
 
 def verdicts(ctx):
