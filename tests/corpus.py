@@ -20,6 +20,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 
+from vdsogen.elf.consts import EF_ARM_ABI_FLOAT_SOFT, EHDR, EI_NIDENT, EM_MIPS, SHDR
+from vdsogen.elf.reader import ElfImage
 from vdsogen.spec import abi as catalogue
 
 CLANG, LLD = "clang-19", "ld.lld-19"
@@ -296,7 +298,7 @@ def _notes(recipe):
 
 def linker_script(recipe):
     a = catalogue.get(recipe.abi)
-    mips = a.machine == 8
+    mips = a.machine == EM_MIPS
     phdrs = ["\tabiflags 0x70000003;"] if mips else []
     phdrs += [f"\ttext PT_LOAD FLAGS({recipe.load_flags}) FILEHDR PHDRS;", "\tdynamic PT_DYNAMIC FLAGS(4);",
               "\tnote PT_NOTE FLAGS(4);"]
@@ -344,29 +346,25 @@ def linker_script(recipe):
 def arm_float_flags(path):
     """Clear EF_ARM_ABI_FLOAT_SOFT, as Linux's post-link step does for ARM vDSOs."""
     data = bytearray(path.read_bytes())
-    e = "<" if data[5] == 1 else ">"
-    flags = struct.unpack_from(e + "I", data, 0x24)[0]
-    struct.pack_into(e + "I", data, 0x24, flags & ~0x200)
+    img = ElfImage(path, bytes(data))
+    flags = EHDR.unpack(data, EI_NIDENT, img.elf_class, img.endian).e_flags
+    EHDR.update_into(data, EI_NIDENT, img.elf_class, img.endian, e_flags=flags & ~EF_ARM_ABI_FLOAT_SOFT)
     path.write_bytes(bytes(data))
 
 
 def s390x_hash_words(path):
     """Rewrite lld's 4-byte .hash words as the 8-byte words s390x consumers read, in
     the space the linker script reserved after .hash (.hashpad)."""
-    from vdsogen.elf.reader import ElfImage
     data = bytearray(path.read_bytes())
     img = ElfImage(path, bytes(data))
     sec, pad = img.section(".hash"), img.section(".hashpad")
     words = struct.unpack_from(f">{sec.size // 4}I", data, sec.offset)
     assert pad.offset == sec.offset + sec.size and pad.size >= sec.size, "no room for 8-byte words"
     struct.pack_into(f">{len(words)}Q", data, sec.offset, *words)
-    shsize = 64
     # .hash: sh_size and sh_entsize; .hashpad gives up the bytes it lent.
-    struct.pack_into(">Q", data, sec.hdr_offset + 0x20, 2 * sec.size)
-    struct.pack_into(">Q", data, sec.hdr_offset + 0x38, 8)
-    struct.pack_into(">QQQ", data, pad.hdr_offset + 0x10, pad.addr + sec.size, pad.offset + sec.size,
-                     pad.size - sec.size)
-    assert shsize == img.e_shentsize
+    SHDR.update_into(data, sec.hdr_offset, 64, "big", sh_size=2 * sec.size, sh_entsize=8)
+    SHDR.update_into(data, pad.hdr_offset, 64, "big", sh_addr=pad.addr + sec.size, sh_offset=pad.offset + sec.size,
+                     sh_size=pad.size - sec.size)
     path.write_bytes(bytes(data))
 
 
@@ -420,7 +418,7 @@ def build(recipe, workdir):
         ldflags.append(str(_libdummy(workdir)) if f == "@LIBDUMMY@" else f)
     argv = [CLANG, f"--target={recipe.triple}", "-O2", "-fPIC", "-ffreestanding", "-fno-builtin",
             "-fno-stack-protector", "-fno-jump-tables", "-nostdlib", "-shared", *unwind, *recipe.cflags]
-    if a.machine == 8:
+    if a.machine == EM_MIPS:
         argv += ["-G0"]
     argv += [f"--ld-path={linker}", f"-Wl,-T,{src / 'vdso.lds'}", f"-Wl,--hash-style={recipe.hash_style}",
              "-Wl,--build-id=sha1", f"-Wl,-soname={recipe.soname or a.sonames[0]}", "-Wl,-z,noexecstack"]

@@ -3,7 +3,12 @@
 import random
 import struct
 
-from vdsogen.elf.reader import DT, ElfImage
+from vdsogen.elf.consts import (DT, DYN, EHDR, EI_NIDENT, EI_OSABI, GNU_HASH, IDENT, NHDR, PHDR, PT_DYNAMIC,
+                                PT_LOAD, PT_NOTE, SHDR, SHF_ALLOC, SHF_EXECINSTR, SHT_DYNAMIC, SHT_DYNSYM,
+                                SHT_GNU_HASH, SHT_GNU_VERDEF, SHT_GNU_VERSYM, SHT_HASH, SHT_NOTE, SHT_PROGBITS,
+                                SHT_STRTAB, SHT_SYMTAB, STB_GLOBAL, STB_LOCAL, STT_FUNC, SYM, SYSV_HASH, VER_FLG_BASE,
+                                VERDAUX, VERDEF, elf_hash, gnu_hash)
+from vdsogen.elf.reader import ElfImage
 
 
 class Mutant:
@@ -15,7 +20,15 @@ class Mutant:
         self.w = "I" if self.img.elf_class == 32 else "Q"
 
     def put(self, fmt, offset, *values):
+        """Raw words at a file offset (W: the class's word)."""
         struct.pack_into(self.e + fmt.replace("W", self.w), self.data, offset, *values)
+
+    def set_field(self, layout, offset, **fields):
+        """Rewrite fields of the structure `layout` (vdsogen.elf.consts) at a file offset."""
+        layout.update_into(self.data, offset, self.img.elf_class, self.img.endian, **fields)
+
+    def set_ehdr(self, **fields):
+        self.set_field(EHDR, EI_NIDENT, **fields)
 
     def save(self, path):
         path.write_bytes(bytes(self.data))
@@ -23,28 +36,24 @@ class Mutant:
 
     # -- headers
     def set_e_type(self, value):
-        self.put("H", 16, value)
+        self.set_ehdr(e_type=value)
 
     def phdr(self, p_type):
         return next(s for s in self.img.segments if s.type == p_type)
 
     def set_phdr(self, seg, **fields):
-        """Rewrite fields of one program header (type, flags, offset, vaddr, filesz, memsz)."""
+        """Rewrite fields of one program header (type, flags, offset, vaddr, filesz, memsz, align);
+        p_paddr follows p_vaddr."""
         vals = dict(type=seg.type, flags=seg.flags, offset=seg.offset, vaddr=seg.vaddr,
                     filesz=seg.filesz, memsz=seg.memsz, align=seg.align)
         vals.update(fields)
-        if self.img.elf_class == 64:
-            self.put("IIQQQQQQ", seg.hdr_offset, vals["type"], vals["flags"], vals["offset"], vals["vaddr"],
-                     vals["vaddr"], vals["filesz"], vals["memsz"], vals["align"])
-        else:
-            self.put("IIIIIIII", seg.hdr_offset, vals["type"], vals["offset"], vals["vaddr"], vals["vaddr"],
-                     vals["filesz"], vals["memsz"], vals["flags"], vals["align"])
+        self.set_field(PHDR, seg.hdr_offset, p_paddr=vals["vaddr"], **{f"p_{k}": v for k, v in vals.items()})
 
     # -- dynamic
     def retag(self, name, new_tag):
         for tag, _val, off in self.img.dynamic:
             if tag == DT[name]:
-                self.put("W", off, new_tag)
+                self.set_field(DYN, off, d_tag=new_tag)
                 return
         raise KeyError(name)
 
@@ -65,32 +74,29 @@ class Mutant:
     def sym_entry_offset(self, sym):
         table = ".dynsym" if sym.table == ".dynsym" else ".symtab"
         sec = self.img.section(table)
-        return sec.offset + sym.index * (16 if self.img.elf_class == 32 else 24)
+        return sec.offset + sym.index * SYM.size(self.img.elf_class)
 
     def set_sym_info(self, sym, type_=None, bind=None):
-        off = self.sym_entry_offset(sym) + (12 if self.img.elf_class == 32 else 4)
         t = sym.type if type_ is None else type_
         b = sym.bind if bind is None else bind
-        self.data[off] = (b << 4) | t
+        self.set_field(SYM, self.sym_entry_offset(sym), st_info=(b << 4) | t)
 
     def set_sym_shndx(self, sym, shndx):
-        off = self.sym_entry_offset(sym) + (14 if self.img.elf_class == 32 else 6)
-        self.put("H", off, shndx)
+        self.set_field(SYM, self.sym_entry_offset(sym), st_shndx=shndx)
 
     def set_versym(self, sym, value):
         off = self.img.offset_of(self.img.dyn("VERSYM")) + 2 * sym.index
         self.put("H", off, value)
 
     def set_verdef_hash(self, index, value):
-        v = self.img.verdefs()[index]
-        self.put("I", v.offset + 8, value)
+        self.set_field(VERDEF, self.img.verdefs()[index].offset, vd_hash=value)
 
     # -- notes
     def note(self, name, ntype):
         return next(n for n in self.img.notes if n.name == name and n.type == ntype)
 
     def set_note_type(self, note, value):
-        self.put("I", note.offset + 8, value)
+        self.set_field(NHDR, note.offset, n_type=value)
 
     def word_at(self, vaddr):
         return self.img.offset_of(vaddr)
@@ -100,48 +106,40 @@ class Mutant:
 
     # -- more headers
     def set_e_entry(self, value):
-        self.put("W", 0x18, value)
+        self.set_ehdr(e_entry=value)
 
     def set_e_flags(self, value):
-        self.put("I", 0x24 if self.img.elf_class == 32 else 0x30, value)
+        self.set_ehdr(e_flags=value)
 
     def set_e_machine(self, value):
-        self.put("H", 0x12, value)
+        self.set_ehdr(e_machine=value)
 
     def set_osabi(self, value):
-        self.data[7] = value
+        self.data[EI_OSABI] = value
 
     def move_phdrs_to_end(self):
         """Copy the program header table past everything else and point e_phoff at it."""
-        size = self.img.e_phnum * (32 if self.img.elf_class == 32 else 56)
+        size = self.img.e_phnum * PHDR.size(self.img.elf_class)
         start = (len(self.data) + 7) & ~7
         self.data.extend(bytes(start - len(self.data)))
         self.data.extend(self.data[self.img.e_phoff:self.img.e_phoff + size])
-        self.put("W", 0x1C if self.img.elf_class == 32 else 0x20, start)
+        self.set_ehdr(e_phoff=start)
 
     # -- sections
     def section(self, name):
         return self.img.section(name)
 
     def set_section(self, sec, addr=None, offset=None, size=None):
-        w = 4 if self.img.elf_class == 32 else 8
-        base = sec.hdr_offset + 8 + w          # sh_addr follows sh_name, sh_type, sh_flags
-        if addr is not None:
-            self.put("W", base, addr)
-        if offset is not None:
-            self.put("W", base + w, offset)
-        if size is not None:
-            self.put("W", base + 2 * w, size)
+        fields = {"sh_addr": addr, "sh_offset": offset, "sh_size": size}
+        self.set_field(SHDR, sec.hdr_offset, **{k: v for k, v in fields.items() if v is not None})
 
     # -- dynamic
     def set_dyn(self, name, tag=None, value=None):
         """Change the tag and/or value of the first entry with this tag."""
-        for t, val, off in self.img.dynamic:
+        for t, _val, off in self.img.dynamic:
             if t == DT[name]:
-                if tag is not None:
-                    self.put("W", off, tag)
-                if value is not None:
-                    self.put("W", off + (4 if self.img.elf_class == 32 else 8), value)
+                fields = {"d_tag": tag, "d_val": value}
+                self.set_field(DYN, off, **{k: v for k, v in fields.items() if v is not None})
                 return off
         raise KeyError(name)
 
@@ -159,13 +157,11 @@ class Mutant:
         self.set_sym_info(sym, bind=bind)
 
     def set_sym_value(self, sym, value):
-        off = self.sym_entry_offset(sym) + (4 if self.img.elf_class == 32 else 8)
-        self.put("W", off, value)
+        self.set_field(SYM, self.sym_entry_offset(sym), st_value=value)
 
 
 # -- synthetic images: big and deep, for the worst cases ------------------------------------
 
-SHF_ALLOC, SHF_EXECINSTR = 2, 4
 # Little-endian ELF64 ABIs a synthetic image can be, with an e_flags value the catalogue accepts.
 SYNTH_ABIS = {"x86_64": 0, "arm64": 0, "ppc64le": 2, "riscv64": 5, "loongarch64": 0x43}
 NOP = {"ppc64le": 0x60000000, "riscv64": 0x00000013, "loongarch64": 0x03400000}
@@ -228,7 +224,6 @@ def synthesize(abi="x86_64", nsyms=8, nbucket=None, gnu_nbuckets=None, name_len=
     image: nbucket, nchain, gnu_nbuckets, gnu_symoffset, gnu_bloom_size,
     e_shnum, e_phnum, strsz."""
     from vdsogen.spec import abi as catalogue
-    from vdsogen.elf.reader import elf_hash, gnu_hash
 
     a = catalogue.get(abi)
     rng = random.Random(seed)
@@ -250,7 +245,11 @@ def synthesize(abi="x86_64", nsyms=8, nbucket=None, gnu_nbuckets=None, name_len=
     s_soname, s_version = string(soname), string(version)
     s_names = [string(n) for n in names]
     nph = 3
-    layout, off = {}, 64 + 56 * nph
+    ehdr_end = EI_NIDENT + EHDR.size(64)
+    layout, off = {}, ehdr_end + PHDR.size(64) * nph
+
+    def put(struct_layout, offset, **fields):
+        struct_layout.pack_into(data, offset, 64, "little", **fields)
 
     def place(name, size, align=8):
         nonlocal off
@@ -258,14 +257,17 @@ def synthesize(abi="x86_64", nsyms=8, nbucket=None, gnu_nbuckets=None, name_len=
         layout[name] = (off, size)
         off += size
     n = nsyms + 1
+    verdef_size = VERDEF.size(64) + VERDAUX.size(64)       # one Verdaux per Verdef
+    note_name, note_desc = b"Linux\0\0\0", 4             # the name padded to 4 bytes, LINUX_VERSION_CODE
+    ndyn = 11
     place(".hash", 4 * (2 + nbucket + n))
-    place(".gnu.hash", 16 + 8 + 4 * gnu_nbuckets + 4 * nsyms)
-    place(".dynsym", 24 * n)
+    place(".gnu.hash", GNU_HASH.size(64) + 8 + 4 * gnu_nbuckets + 4 * nsyms)
+    place(".dynsym", SYM.size(64) * n)
     place(".dynstr", len(strtab))
     place(".gnu.version", 2 * n, 2)
-    place(".gnu.version_d", 56)
-    place(".dynamic", 16 * 11)
-    place(".note", 24, 4)
+    place(".gnu.version_d", 2 * verdef_size)
+    place(".dynamic", DYN.size(64) * ndyn)
+    place(".note", NHDR.size(64) + len(note_name) + note_desc, 4)
     place(".text", 8 * blocks, 16)
     load_end = off
     text = layout[".text"][0]
@@ -288,56 +290,67 @@ def synthesize(abi="x86_64", nsyms=8, nbucket=None, gnu_nbuckets=None, name_len=
             gb[b] = i + 1
         last = i + 1 == nsyms or hashes[i + 1] % gnu_nbuckets != b
         gc.append((h & ~1) | last)
-    struct.pack_into(f"<IIIIQ{gnu_nbuckets}I{nsyms}I", data, g_off, gnu_nbuckets, 1, 1, 6,
-                     (1 << 64) - 1, *gb, *gc)
+    put(GNU_HASH, g_off, nbuckets=gnu_nbuckets, symoffset=1, bloom_size=1, bloom_shift=6)
+    struct.pack_into(f"<Q{gnu_nbuckets}I{nsyms}I", data, g_off + GNU_HASH.size(64), (1 << 64) - 1, *gb, *gc)
     # Symbols: functions spread over the code.
     text_index = 10
+    func = STB_GLOBAL << 4 | STT_FUNC
     d_off = layout[".dynsym"][0]
     for i in range(nsyms):
         value = text + 8 * (i * blocks // max(nsyms, 1))
-        struct.pack_into("<IBBHQQ", data, d_off + 24 * (i + 1), s_names[i], 0x12, 0, text_index, value, 8)
+        put(SYM, d_off + SYM.size(64) * (i + 1), st_name=s_names[i], st_info=func, st_shndx=text_index,
+            st_value=value, st_size=8)
     data[layout[".dynstr"][0]:layout[".dynstr"][0] + len(strtab)] = strtab
     struct.pack_into(f"<{n}H", data, layout[".gnu.version"][0], 0, *[2] * nsyms)
     v_off = layout[".gnu.version_d"][0]
-    struct.pack_into("<HHHHIIIII", data, v_off, 1, 1, 1, 1, elf_hash(soname), 20, 28, s_soname, 0)
-    struct.pack_into("<HHHHIIIII", data, v_off + 28, 1, 0, 2, 1, elf_hash(version), 20, 0, s_version, 0)
-    dyn = [(14, s_soname), (4, h_off), (0x6FFFFEF5, g_off), (5, layout[".dynstr"][0]), (6, d_off),
-           (10, len(strtab)), (11, 24), (0x6FFFFFF0, layout[".gnu.version"][0]), (0x6FFFFFFC, v_off),
-           (0x6FFFFFFD, 2), (0, 0)]
+    for i, (flags, name, s_name) in enumerate(((VER_FLG_BASE, soname, s_soname), (0, version, s_version))):
+        put(VERDEF, v_off + i * verdef_size, vd_version=1, vd_flags=flags, vd_ndx=i + 1, vd_cnt=1,
+            vd_hash=elf_hash(name), vd_aux=VERDEF.size(64), vd_next=verdef_size if i == 0 else 0)
+        put(VERDAUX, v_off + i * verdef_size + VERDEF.size(64), vda_name=s_name)
+    dyn = [("SONAME", s_soname), ("HASH", h_off), ("GNU_HASH", g_off), ("STRTAB", layout[".dynstr"][0]),
+           ("SYMTAB", d_off), ("STRSZ", len(strtab)), ("SYMENT", SYM.size(64)), ("VERSYM", layout[".gnu.version"][0]),
+           ("VERDEF", v_off), ("VERDEFNUM", 2), ("NULL", 0)]
+    assert len(dyn) == ndyn
     for i, (tag, val) in enumerate(dyn):
-        struct.pack_into("<QQ", data, layout[".dynamic"][0] + 16 * i, tag, val)
-    struct.pack_into("<III6sxxI", data, layout[".note"][0], 6, 4, 0, b"Linux", 0x060B00)
+        put(DYN, layout[".dynamic"][0] + DYN.size(64) * i, d_tag=DT[tag], d_val=val)
+    note = layout[".note"][0]
+    put(NHDR, note, n_namesz=len(b"Linux\0"), n_descsz=note_desc, n_type=0)
+    data[note + NHDR.size(64):note + NHDR.size(64) + len(note_name)] = note_name
+    struct.pack_into("<I", data, note + NHDR.size(64) + len(note_name), 0x060B00)
     data[text:text + 8 * blocks] = _code(abi, graph, blocks, seed, text)
 
     # Not loaded: .symtab, .strtab, .shstrtab, the section headers.
     sections = [("", 0, 0, 0, 0, 0, 0, 0, 0)]          # name, type, flags, offset, size, link, info, align, entsize
     for name, sh_type, flags, link, info, entsize in (
-            (".hash", 5, SHF_ALLOC, 3, 0, 4), (".gnu.hash", 0x6FFFFFF6, SHF_ALLOC, 3, 0, 0),
-            (".dynsym", 11, SHF_ALLOC, 4, 1, 24), (".dynstr", 3, SHF_ALLOC, 0, 0, 0),
-            (".gnu.version", 0x6FFFFFFF, SHF_ALLOC, 3, 0, 2), (".gnu.version_d", 0x6FFFFFFD, SHF_ALLOC, 4, 2, 0),
-            (".dynamic", 6, SHF_ALLOC, 4, 0, 16), (".note", 7, SHF_ALLOC, 0, 0, 0)):
+            (".hash", SHT_HASH, SHF_ALLOC, 3, 0, 4), (".gnu.hash", SHT_GNU_HASH, SHF_ALLOC, 3, 0, 0),
+            (".dynsym", SHT_DYNSYM, SHF_ALLOC, 4, 1, SYM.size(64)), (".dynstr", SHT_STRTAB, SHF_ALLOC, 0, 0, 0),
+            (".gnu.version", SHT_GNU_VERSYM, SHF_ALLOC, 3, 0, 2),
+            (".gnu.version_d", SHT_GNU_VERDEF, SHF_ALLOC, 4, 2, 0),
+            (".dynamic", SHT_DYNAMIC, SHF_ALLOC, 4, 0, DYN.size(64)), (".note", SHT_NOTE, SHF_ALLOC, 0, 0, 0)):
         o, size = layout[name]
         sections.append((name, sh_type, flags, o, size, link, info, 8, entsize))
-    sections.append((".note.pad", 1, 0, 0, 0, 0, 0, 1, 0))        # keeps .text at index 10
-    sections.append((".text", 1, SHF_ALLOC | SHF_EXECINSTR, text, 8 * blocks, 0, 0, 16, 0))
+    sections.append((".note.pad", SHT_PROGBITS, 0, 0, 0, 0, 0, 1, 0))        # keeps .text at index 10
+    sections.append((".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, text, 8 * blocks, 0, 0, 16, 0))
     for i in range(exec_sections):
         start = text + 8 * rng.randrange(blocks)
         size = 8 * rng.randrange(1, blocks + 1)
-        sections.append((f".text.x{i}", 1, SHF_ALLOC | SHF_EXECINSTR, start, size, 0, 0, 8, 0))
+        sections.append((f".text.x{i}", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, start, size, 0, 0, 8, 0))
     for i in range(extra_sections):
-        sections.append((f".extra{i}", 1, 0, 0, 0, 0, 0, 1, 0))
+        sections.append((f".extra{i}", SHT_PROGBITS, 0, 0, 0, 0, 0, 1, 0))
     tail = bytearray()
     if symtab:
         sym_str = bytearray(b"\0")
-        entries = [bytes(24)]
+        entries = [SYM.pack(64, "little")]
         for i in range(blocks):
-            entries.append(struct.pack("<IBBHQQ", len(sym_str), 0x02, 0, text_index, text + 8 * i, 8))
+            entries.append(SYM.pack(64, "little", st_name=len(sym_str), st_info=STB_LOCAL << 4 | STT_FUNC,
+                                    st_shndx=text_index, st_value=text + 8 * i, st_size=8))
             sym_str.extend(f"b{i}".encode() + b"\0")
         base = load_end + len(tail)
         tail.extend(b"".join(entries))
         strtab_index = len(sections) + 1
-        sections.append((".symtab", 2, 0, base, 24 * len(entries), strtab_index, 1, 8, 24))
-        sections.append((".strtab", 3, 0, load_end + len(tail), len(sym_str), 0, 0, 1, 0))
+        sections.append((".symtab", SHT_SYMTAB, 0, base, SYM.size(64) * len(entries), strtab_index, 1, 8,
+                         SYM.size(64)))
+        sections.append((".strtab", SHT_STRTAB, 0, load_end + len(tail), len(sym_str), 0, 0, 1, 0))
         tail.extend(sym_str)
     shstr = bytearray(b"\0")
     name_offsets = []
@@ -345,7 +358,7 @@ def synthesize(abi="x86_64", nsyms=8, nbucket=None, gnu_nbuckets=None, name_len=
         name_offsets.append(len(shstr) if sec[0] else 0)
         if sec[0]:
             shstr.extend(sec[0].encode() + b"\0")
-    sections.append((".shstrtab", 3, 0, load_end + len(tail), len(shstr) + 10, 0, 0, 1, 0))
+    sections.append((".shstrtab", SHT_STRTAB, 0, load_end + len(tail), len(shstr) + 10, 0, 0, 1, 0))
     name_offsets.append(len(shstr))
     shstr.extend(b".shstrtab\0")
     tail.extend(shstr)
@@ -353,20 +366,26 @@ def synthesize(abi="x86_64", nsyms=8, nbucket=None, gnu_nbuckets=None, name_len=
         tail.append(0)
     shoff = load_end + len(tail)
     for (name, sh_type, flags, o, size, link, info, align, entsize), name_off in zip(sections, name_offsets):
-        addr = o if flags & SHF_ALLOC else 0
-        tail.extend(struct.pack("<IIQQQQIIQQ", name_off, sh_type, flags, addr, o, size, link, info, align, entsize))
+        tail.extend(SHDR.pack(64, "little", sh_name=name_off, sh_type=sh_type, sh_flags=flags,
+                              sh_addr=o if flags & SHF_ALLOC else 0, sh_offset=o, sh_size=size, sh_link=link,
+                              sh_info=info, sh_addralign=align, sh_entsize=entsize))
     data.extend(tail)
 
-    struct.pack_into("<4sBBBB8xHHIQQQIHHHHHH", data, 0, b"\x7fELF", 2, 1, 1, 0, 3, a.machine, 1, 0, 64, shoff,
-                     SYNTH_ABIS[abi], 64, 56, nph, 64, len(sections), len(sections) - 1)
-    for i, (ptype, flags, o, size) in enumerate(((1, 5, 0, load_end), (2, 4) + layout[".dynamic"],
-                                                  (4, 4) + layout[".note"])):
-        struct.pack_into("<IIQQQQQQ", data, 64 + 56 * i, ptype, flags, o, o, o, size, size,
-                         4096 if ptype == 1 else 8)
-    fields = {"nbucket": (h_off, "<I"), "nchain": (h_off + 4, "<I"), "gnu_nbuckets": (g_off, "<I"),
-              "gnu_symoffset": (g_off + 4, "<I"), "gnu_bloom_size": (g_off + 8, "<I"), "e_shnum": (0x3C, "<H"),
-              "e_phnum": (0x38, "<H"), "strsz": (layout[".dynamic"][0] + 5 * 16 + 8, "<Q")}
+    put(IDENT, 0, ei_mag=b"\x7fELF", ei_class=2, ei_data=1, ei_version=1)
+    put(EHDR, EI_NIDENT, e_type=3, e_machine=a.machine, e_version=1, e_phoff=ehdr_end, e_shoff=shoff,
+        e_flags=SYNTH_ABIS[abi], e_ehsize=ehdr_end, e_phentsize=PHDR.size(64), e_phnum=nph,
+        e_shentsize=SHDR.size(64), e_shnum=len(sections), e_shstrndx=len(sections) - 1)
+    for i, (ptype, flags, o, size) in enumerate(((PT_LOAD, 5, 0, load_end), (PT_DYNAMIC, 4) + layout[".dynamic"],
+                                                  (PT_NOTE, 4) + layout[".note"])):
+        put(PHDR, ehdr_end + PHDR.size(64) * i, p_type=ptype, p_flags=flags, p_offset=o, p_vaddr=o, p_paddr=o,
+            p_filesz=size, p_memsz=size, p_align=4096 if ptype == PT_LOAD else 8)
+    strsz = layout[".dynamic"][0] + DYN.size(64) * [t for t, _v in dyn].index("STRSZ")
+    fields = {"nbucket": (SYSV_HASH[4], h_off, "nbucket"), "nchain": (SYSV_HASH[4], h_off, "nchain"),
+              "gnu_nbuckets": (GNU_HASH, g_off, "nbuckets"), "gnu_symoffset": (GNU_HASH, g_off, "symoffset"),
+              "gnu_bloom_size": (GNU_HASH, g_off, "bloom_size"), "e_shnum": (EHDR, EI_NIDENT, "e_shnum"),
+              "e_phnum": (EHDR, EI_NIDENT, "e_phnum"), "strsz": (DYN, strsz, "d_val")}
     for field, value in claims:
-        o, fmt = fields[field]
-        struct.pack_into(fmt, data, o, value & ((1 << (8 * struct.calcsize(fmt))) - 1))
+        struct_layout, o, name = fields[field]
+        mask = (1 << 8 * struct_layout.field_size(name, 64)) - 1
+        struct_layout.update_into(data, o, 64, "little", **{name: value & mask})
     return bytes(data)

@@ -15,7 +15,8 @@ from elfmut import Mutant
 from vdsogen.audit import rules
 from vdsogen.spec import abi
 from vdsogen.audit.run import SCHEMA_VERSION, audit_live, audit_path, live_bytes
-from vdsogen.elf.reader import STB_LOCAL, ElfImage
+from vdsogen.elf.consts import STB_LOCAL
+from vdsogen.elf.reader import ElfImage
 
 
 @pytest.fixture(scope="session")
@@ -368,7 +369,7 @@ def test_wrong_vd_hash_hides_the_version_from_go_and_the_parser(corpus, tmp_path
 
 
 def test_pt_tls_trips_glibc(corpus, tmp_path):
-    from vdsogen.elf.reader import PT_GNU_EH_FRAME, PT_TLS
+    from vdsogen.elf.consts import PT_GNU_EH_FRAME, PT_TLS
     m = Mutant(corpus("x86_64"))
     m.set_phdr(m.phdr(PT_GNU_EH_FRAME), type=PT_TLS)
     report = audit_path(m.save(tmp_path / "tls.so"))

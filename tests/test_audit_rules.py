@@ -9,7 +9,7 @@ import corpus as corpus_images
 from elfmut import Mutant
 from vdsogen.audit import rules
 from vdsogen.audit.run import audit_path
-from vdsogen.elf.reader import DT, PF_R, PF_W, PF_X, PT_GNU_EH_FRAME, PT_GNU_STACK, PT_TLS, STB_LOCAL, elf_hash
+from vdsogen.elf.consts import DT, PF_R, PF_W, PF_X, PT_GNU_EH_FRAME, PT_GNU_STACK, PT_TLS, STB_LOCAL, elf_hash
 
 
 @pytest.fixture(scope="session")

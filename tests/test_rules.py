@@ -15,8 +15,9 @@ from elfmut import Mutant
 from variants import build_variant
 from vdsogen.audit import rules
 from vdsogen.audit.check import check_image, expect_from_target
-from vdsogen.elf.reader import (DT, PF_R, PF_W, PF_X, PT_GNU_EH_FRAME, PT_INTERP, PT_LOAD, PT_NOTE, PT_NULL, STT_OBJECT,
-                         ElfImage)
+from vdsogen.elf.consts import (DT, PF_R, PF_W, PF_X, PT_GNU_EH_FRAME, PT_INTERP, PT_LOAD, PT_NOTE, PT_NULL,
+                                STT_OBJECT)
+from vdsogen.elf.reader import ElfImage
 
 COVERED = {}        # rule ID -> the @covers tests that make it fire
 OBSERVED = []       # rule IDs reported while a @covers test runs
@@ -192,7 +193,7 @@ def test_every_rule_has_a_test():
 
 @covers("P005")
 def test_p005_dynamic_missing_or_outside(built, tmp_path):
-    from vdsogen.elf.reader import PT_DYNAMIC
+    from vdsogen.elf.consts import PT_DYNAMIC
     target, path = mutate(built, tmp_path, lambda m: m.set_phdr(m.phdr(PT_DYNAMIC), type=PT_NULL))
     assert fired(target, path) == {"P005"}
     # Outside the load: the file offset no longer matches the address.

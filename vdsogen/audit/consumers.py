@@ -18,13 +18,14 @@ every kernel of the ABI has), breaks (crashes, hangs or calls the wrong
 address) or n/a (the consumer makes no vDSO calls on this ABI).
 """
 
-import struct
 from dataclasses import dataclass, field
 
 from vdsogen.spec.abi import CONSUMER_NAMES, CONSUMERS
-from vdsogen.elf.reader import (DT, EM_ARM, PT_DYNAMIC, PT_LOAD, PT_TLS, SHN_ABS, SHN_UNDEF, STB_GLOBAL,
-                         STB_GNU_UNIQUE, STB_WEAK, STT_COMMON, STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE,
-                         STT_OBJECT, STT_TLS, VER_FLG_BASE, Unreadable, elf_hash, gnu_hash)
+from vdsogen.elf.consts import (DT, DYN, EHDR, EI_NIDENT, EM_ARM, GNU_HASH, PHDR, PT_DYNAMIC, PT_LOAD, PT_TLS,
+                                SHN_ABS, SHN_UNDEF, STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STT_COMMON, STT_FUNC,
+                                STT_GNU_IFUNC, STT_NOTYPE, STT_OBJECT, STT_TLS, SYM, SYSV_HASH, VER_FLG_BASE, VERDAUX,
+                                VERDEF, elf_hash, gnu_hash)
+from vdsogen.elf.reader import Unreadable
 
 PAGE = 4096
 MAX_STEPS = 1 << 16          # dynamic entries, chain links, symbols scanned, verdefs
@@ -56,20 +57,23 @@ class Memory:
         self.img = img
         self.data = img.data
         self.size = (len(img.data) + PAGE - 1) // PAGE * PAGE
-        self.e = img._e
 
-    def read(self, addr, fmt):
-        fmt = self.e + fmt
-        size = struct.calcsize(fmt)
+    def _bytes(self, addr, size):
         if addr < 0 or addr + size > self.size:
             raise Fault(f"reads {size} bytes at 0x{addr:x}, outside the {self.size:#x}-byte mapping")
         chunk = self.data[addr:addr + size]
         if len(chunk) < size:
             chunk = chunk + bytes(size - len(chunk))
-        return struct.unpack(fmt, chunk)
+        return chunk
 
-    def one(self, addr, fmt):
-        return self.read(addr, fmt)[0]
+    def read(self, addr, layout):
+        """The structure `layout` (vdsogen.elf.consts) at addr, as a named tuple."""
+        cls = self.img.elf_class
+        return layout.unpack(self._bytes(addr, layout.size(cls)), 0, cls, self.img.endian)
+
+    def one(self, addr, size):
+        """The unsigned word of `size` bytes at addr."""
+        return int.from_bytes(self._bytes(addr, size), self.img.endian)
 
     def cstring(self, addr):
         """The string at addr.  One longer than MAX_STRING is returned cut
@@ -139,33 +143,20 @@ class Verdict:
 
 # -- shared reading --------------------------------------------------------
 
-def _header(mem):
-    img = mem.img
-    if img.elf_class == 32:
-        phoff, phnum = mem.one(0x1C, "I"), mem.one(0x2C, "H")
-        return phoff, phnum, 32
-    return mem.one(0x20, "Q"), mem.one(0x38, "H"), 56
-
-
 def _phdrs(mem):
-    phoff, phnum, size = _header(mem)
+    h = mem.read(EI_NIDENT, EHDR)
     out = []
-    for i in range(phnum):
-        off = phoff + i * size
-        if mem.img.elf_class == 32:
-            ptype, poff, vaddr, _pa, filesz, memsz, flags, _al = mem.read(off, "IIIIIIII")
-        else:
-            ptype, flags, poff, vaddr, _pa, filesz, memsz, _al = mem.read(off, "IIQQQQQQ")
-        out.append((ptype, poff, vaddr, filesz, memsz, flags))
+    for i in range(h.e_phnum):
+        p = mem.read(h.e_phoff + i * PHDR.size(mem.img.elf_class), PHDR)
+        out.append((p.p_type, p.p_offset, p.p_vaddr, p.p_filesz, p.p_memsz, p.p_flags))
     return out
 
 
 def _dynamic(mem, addr):
-    w = "I" if mem.img.elf_class == 32 else "Q"
     tags = {}
     for i in range(MAX_STEPS):
         mem.img.charge()
-        tag, val = mem.read(addr + i * 2 * struct.calcsize(w), w + w)
+        tag, val = mem.read(addr + i * DYN.size(mem.img.elf_class), DYN)
         if tag == 0:
             return tags
         tags[tag] = val
@@ -203,30 +194,27 @@ def _verdefs(mem, view):
         if addr in seen:
             raise Hang("the verdef chain loops")
         seen.add(addr)
-        _ver, flags, ndx, _cnt, vhash, aux, nxt = mem.read(addr, "HHHHIII")
-        name_off = mem.one(addr + aux, "I")
-        out.append((ndx, flags, vhash, mem.cstring(strtab + name_off)))
-        if nxt == 0:
+        v = mem.read(addr, VERDEF)
+        name_off = mem.one(addr + v.vd_aux + VERDAUX.offset_of("vda_name", mem.img.elf_class), 4)
+        out.append((v.vd_ndx, v.vd_flags, v.vd_hash, mem.cstring(strtab + name_off)))
+        if v.vd_next == 0:
             return out
-        addr += nxt
+        addr += v.vd_next
     raise Hang("the verdef chain never ends")
 
 
 def _sym(mem, view, index):
     syms = view.base + view.tags[DT["SYMTAB"]]
     strtab = view.base + view.tags[DT["STRTAB"]]
-    if mem.img.elf_class == 32:
-        st_name, value, _size, info, _other, shndx = mem.read(syms + 16 * index, "IIIBBH")
-    else:
-        st_name, info, _other, shndx, value, _size = mem.read(syms + 24 * index, "IBBHQQ")
-    return Sym(index, mem.cstring(strtab + st_name), value, info & 0xF, info >> 4, shndx)
+    s = mem.read(syms + SYM.size(mem.img.elf_class) * index, SYM)
+    return Sym(index, mem.cstring(strtab + s.st_name), s.st_value, s.st_info & 0xF, s.st_info >> 4, s.st_shndx)
 
 
 def _versym(mem, view, index):
     addr = view.tags.get(DT["VERSYM"])
     if addr is None:
         return None
-    return mem.one(view.base + addr + 2 * index, "H")
+    return mem.one(view.base + addr + 2 * index, 2)
 
 
 def _require(view, *names):
@@ -239,12 +227,11 @@ def _require(view, *names):
 
 def _sysv_walk(mem, view, name, word):
     """Indices along the DT_HASH chain for name."""
-    fmt = "I" if word == 4 else "Q"
     table = view.base + view.tags[DT["HASH"]]
-    nbucket, nchain = mem.read(table, fmt + fmt)
+    nbucket, nchain = mem.read(table, SYSV_HASH[word])
     if nbucket == 0:
         raise Crash("DT_HASH has 0 buckets: the bucket index divides by zero")
-    idx = mem.one(table + (2 + elf_hash(name) % nbucket) * word, fmt)
+    idx = mem.one(table + (2 + elf_hash(name) % nbucket) * word, word)
     seen = set()
     while idx != 0:
         mem.img.charge()
@@ -252,25 +239,26 @@ def _sysv_walk(mem, view, name, word):
             raise Hang(f"the DT_HASH chain for {name} loops")
         seen.add(idx)
         yield idx
-        idx = mem.one(table + (2 + nbucket + idx) * word, fmt)
+        idx = mem.one(table + (2 + nbucket + idx) * word, word)
 
 
 def _gnu_walk(mem, view, name, bloom):
     """Indices along the DT_GNU_HASH chain whose hash matches name."""
     w = 4 if mem.img.elf_class == 32 else 8
     table = view.base + view.tags[DT["GNU_HASH"]]
-    nbuckets, symoffset, bloom_size, shift = mem.read(table, "IIII")
+    nbuckets, symoffset, bloom_size, shift = mem.read(table, GNU_HASH)
+    header = GNU_HASH.size(mem.img.elf_class)
     if nbuckets == 0:
         raise Crash("DT_GNU_HASH has 0 buckets: the bucket index divides by zero")
     h = gnu_hash(name)
     bits = 8 * w
     if bloom:
         # glibc masks the bloom index with (size - 1): the size must be a power of two.
-        word = mem.one(table + 16 + w * ((h // bits) & (bloom_size - 1) & 0xFFFFFFFF), "I" if w == 4 else "Q")
+        word = mem.one(table + header + w * ((h // bits) & (bloom_size - 1) & 0xFFFFFFFF), w)
         if not (word >> (h % bits)) & (word >> ((h >> shift) % bits)) & 1:
             return
-    buckets = table + 16 + w * bloom_size
-    idx = mem.one(buckets + 4 * (h % nbuckets), "I")
+    buckets = table + header + w * bloom_size
+    idx = mem.one(buckets + 4 * (h % nbuckets), 4)
     if idx == 0:
         return
     if idx < symoffset:
@@ -278,7 +266,7 @@ def _gnu_walk(mem, view, name, bloom):
     chain = buckets + 4 * nbuckets
     for _ in range(MAX_STEPS):
         mem.img.charge()
-        ch = mem.one(chain + 4 * (idx - symoffset), "I")
+        ch = mem.one(chain + 4 * (idx - symoffset), 4)
         if (ch | 1) == (h | 1):
             yield idx
         if ch & 1:
@@ -324,8 +312,7 @@ class Consumer:
 
     def candidates(self, view, name):
         if self.hash_kind == "scan":
-            fmt = "I" if self.word == 4 else "Q"
-            nchain = self.mem.one(view.base + view.tags[DT["HASH"]] + self.word, fmt)
+            nchain = self.mem.one(view.base + view.tags[DT["HASH"]] + self.word, self.word)     # DT_HASH word 1
             return range(min(nchain, MAX_STEPS))
         if self.hash_kind == "gnu-or-sysv" and DT["GNU_HASH"] in view.tags:
             return _gnu_walk(self.mem, view, name, self.bloom)

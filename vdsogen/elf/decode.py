@@ -11,8 +11,8 @@ architecture manuals; nothing here runs or interprets what it decodes.
 from bisect import bisect_right
 from typing import NamedTuple
 
-from vdsogen.elf.reader import (EM_386, EM_AARCH64, EM_ARM, EM_LOONGARCH, EM_MIPS, EM_PPC, EM_PPC64, EM_RISCV,
-                         EM_S390, EM_X86_64)
+from vdsogen.elf.consts import (EM_386, EM_AARCH64, EM_ARM, EM_LOONGARCH, EM_MIPS, EM_PPC, EM_PPC64, EM_RISCV,
+                                EM_S390, EM_X86_64)
 
 SEQ, CALL, JUMP, CJUMP, STOP = "seq", "call", "jump", "cjump", "stop"
 
@@ -96,7 +96,7 @@ def x86_insn(code, i, addr, long_mode):
         i += 1
         if mapsel == 1 and vop == 0x77:
             return Insn(i - start, SEQ)
-        i += _modrm_len(code, i, True, long_mode)
+        i += _modrm_len(code, i, addr32, long_mode)
         if mapsel == 3 or (mapsel == 1 and vop in X86_0F_IMM8):
             i += 1
         return Insn(i - start, SEQ)
@@ -112,9 +112,9 @@ def x86_insn(code, i, addr, long_mode):
             i += 1
             i += _modrm_len(code, i, addr32, long_mode) + 1
             return Insn(i - start, SEQ)
-        if 0x80 <= op2 <= 0x8F:
-            rel = int.from_bytes(code[i:i + 4], "little", signed=True)
-            i += 4
+        if 0x80 <= op2 <= 0x8F:                       # jcc rel32, rel16 after 0x66 (as jmp and call)
+            rel = int.from_bytes(code[i:i + immz], "little", signed=True)
+            i += immz
             return Insn(i - start, CJUMP, addr + (i - start) + rel)
         if op2 == 0x0B:
             return Insn(i - start, STOP)
@@ -183,6 +183,8 @@ def arm64_insn(word, addr):
 
 def ppc_insn(word, addr):
     op = word >> 26
+    if op == 1:                                       # Power ISA 3.1 prefix: 8 bytes (pld, paddi, ...), none a branch
+        return Insn(8, SEQ)
     if op == 18:                                      # b, bl; ba, bla (absolute: position-dependent)
         off = _sext(word & 0x03FFFFFC, 26)
         target = off if word & 2 else addr + off
@@ -284,6 +286,8 @@ def s390_insn(code, i, addr):
 
 def loongarch_insn(word, addr):
     op = word >> 26
+    if op == 0x12 and (word >> 8) & 3 >= 2:           # jiscr0, jiscr1 (LBT): to a scratch register + offs21
+        return Insn(4, STOP)
     if op in (0x10, 0x11, 0x12):                      # beqz, bnez, bceqz/bcnez: offs21
         off = ((word >> 10) & 0xFFFF) | ((word & 31) << 16)
         return Insn(4, CJUMP, addr + _sext(off, 21) * 4)
@@ -341,6 +345,11 @@ def thumb_insn(code, i, addr, little):
         if h1 == 0xE8BD and h2 & 0x8000:              # pop.w {..., pc}
             return Insn(4, STOP)
         return Insn(4, SEQ)
+    if h1 >> 8 == 0xBF and h1 & 0xF:                  # it: the next 1 to 4 instructions are conditional,
+        end = i + 2                                   # so the flow may go on after all of them
+        for _ in range(5 - (h1 & -h1 & 0xF).bit_length()):
+            end += 4 if int.from_bytes(code[end:end + 2], order) >> 11 in (0x1D, 0x1E, 0x1F) else 2
+        return Insn(2, CJUMP, addr + end - i)
     if h1 >> 12 == 0xD and (h1 >> 8) & 15 < 14:      # b<cond> (T1)
         return Insn(2, CJUMP, addr + 4 + _sext(h1 & 0xFF, 8) * 2)
     if h1 >> 11 == 0x1C:                              # b (T2)
@@ -378,7 +387,12 @@ def decoder_for(img):
     if m == EM_AARCH64:
         return fixed(arm64_insn)
     if m in (EM_PPC, EM_PPC64):
-        return fixed(ppc_insn)
+        def decode(code, i, addr, mode):
+            w = word_at(code, i)
+            if w is None or (w >> 26 == 1 and i + 8 > len(code)):     # a prefixed instruction cut short
+                return None
+            return ppc_insn(w, addr)
+        return decode
     if m == EM_MIPS:
         return fixed(mips_insn)
     if m == EM_LOONGARCH:

@@ -78,8 +78,8 @@ class Expect:
     trampolines: tuple | None = None   # (name, lead words, words)
     page_size: int | None = None
     data_pages: int | None = None
-    flags: tuple | None = None         # vdsogen.abi.FlagRule constraints on e_flags
-    abi_info: object | None = None     # vdsogen.abi.Abi: core entry points, consumers' lookups
+    flags: tuple | None = None         # vdsogen.spec.abi.FlagRule constraints on e_flags
+    abi_info: object | None = None     # vdsogen.spec.abi.Abi: core entry points, consumers' lookups
     abi_problem: str | None = None     # why no catalogue ABI fits the image
     generated: bool = False            # a vdsogen-built image checked against its spec
 

@@ -3,11 +3,10 @@
 import struct
 
 from vdsogen.elf import decode
-from vdsogen.elf.reader import (EM_AARCH64, EM_ARM, PF_X, SHF_EXECINSTR, SHT_NOBITS, STB_LOCAL, STT_FUNC,
-                         STT_NOTYPE)
+from vdsogen.elf.consts import (EM_AARCH64, EM_ARM, EM_PPC, EM_PPC64, PF_X, SHF_EXECINSTR, SHT_NOBITS, STB_LOCAL,
+                                STT_FUNC, STT_NOTYPE)
 from vdsogen.audit.rules import rule
 
-EM_PPC, EM_PPC64 = 20, 21
 BCL_20_31_NEXT = 0x429F0005   # bcl 20,31,.+4
 MAX_FINDINGS = 20
 

@@ -1,15 +1,9 @@
 """Dynamic section and relocation rules."""
 
-from vdsogen.elf.reader import DT, DT_NAMES, EM_MIPS, EM_PPC, EM_PPC64, SHT_REL, SHT_RELA, SHT_RELR, Unreadable
+from vdsogen.elf.consts import (DF_1_NOW, DF_BIND_NOW, DF_SYMBOLIC, DF_TEXTREL, DT, DT_MIPS, DT_NAMES, DT_PPC64_OPT,
+                                DT_PPC_GOT, EM_MIPS, EM_PPC, EM_PPC64, SHT_REL, SHT_RELA, SHT_RELR)
+from vdsogen.elf.reader import Unreadable
 from vdsogen.audit.rules import rule
-
-DT_MIPS = {0x70000001: "MIPS_RLD_VERSION", 0x70000005: "MIPS_FLAGS", 0x70000006: "MIPS_BASE_ADDRESS",
-           0x7000000A: "MIPS_LOCAL_GOTNO", 0x70000011: "MIPS_SYMTABNO", 0x70000012: "MIPS_UNREFEXTNO",
-           0x70000013: "MIPS_GOTSYM"}
-DT_PPC64_OPT = 0x70000003
-DT_PPC_GOT = 0x70000000       # ppc32: where the GOT is; kernel images keep a .got in the text
-DF_SYMBOLIC, DF_TEXTREL, DF_BIND_NOW = 0x2, 0x4, 0x8
-DF_1_NOW = 0x1
 
 REQUIRED_OR_ALLOWED = {"NULL", "SONAME", "SYMTAB", "STRTAB", "STRSZ", "SYMENT", "VERSYM", "VERDEF", "VERDEFNUM",
                        "HASH", "GNU_HASH", "SYMBOLIC", "FLAGS", "FLAGS_1", "BIND_NOW", "PLTGOT"}

@@ -1,6 +1,6 @@
 """Hash table rules: consumers find every symbol through DT_HASH or DT_GNU_HASH."""
 
-from vdsogen.elf.reader import EM_MIPS, SHN_UNDEF, STB_LOCAL
+from vdsogen.elf.consts import EM_MIPS, SHN_UNDEF, STB_LOCAL
 from vdsogen.audit.rules import rule
 
 

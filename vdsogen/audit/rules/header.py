@@ -1,6 +1,6 @@
 """ELF header rules."""
 
-from vdsogen.elf.reader import ET_DYN
+from vdsogen.elf.consts import ET_DYN
 from vdsogen.audit.rules import rule
 
 

@@ -1,10 +1,7 @@
 """Note rules: the notes are walked through PT_NOTE with 4-byte alignment."""
 
-from vdsogen.elf.reader import PT_NOTE
+from vdsogen.elf.consts import NT_GNU_BUILD_ID, NT_GNU_PROPERTY_TYPE_0, NT_LINUX_BUILD_SALT, NT_LINUX_VERSION, PT_NOTE
 from vdsogen.audit.rules import rule
-
-NT_GNU_BUILD_ID, NT_GNU_PROPERTY_TYPE_0 = 3, 5
-NT_LINUX_VERSION, NT_LINUX_BUILD_SALT = 0, 0x100
 
 
 @rule("N001", "warning", "a Linux version note (\"Linux\", type 0, 4-byte LINUX_VERSION_CODE) should be present",

@@ -1,7 +1,7 @@
 """Section rules: the section table as binutils and debuggers read it."""
 
-from vdsogen.elf.reader import (SHF_ALLOC, SHF_WRITE, SHT_DYNAMIC, SHT_DYNSYM, SHT_GNU_HASH, SHT_GNU_VERDEF,
-                         SHT_GNU_VERSYM, SHT_HASH, SHT_NOBITS)
+from vdsogen.elf.consts import (SHF_ALLOC, SHF_WRITE, SHT_DYNAMIC, SHT_DYNSYM, SHT_GNU_HASH, SHT_GNU_VERDEF,
+                                SHT_GNU_VERSYM, SHT_HASH, SHT_NOBITS)
 from vdsogen.audit.rules import rule
 
 WRITABLE_DATA = (".data", ".bss", ".sdata", ".sbss", ".tdata", ".tbss")

@@ -1,7 +1,9 @@
 """Program header rules: one R+X mapping from offset 0, as the kernel maps it."""
 
-from vdsogen.elf.reader import (PF_R, PF_W, PF_X, PT_DYNAMIC, PT_GNU_EH_FRAME, PT_GNU_PROPERTY, PT_GNU_RELRO,
-                         PT_GNU_STACK, PT_INTERP, PT_LOAD, PT_NOTE, PT_NULL, PT_PHDR, PT_TLS)
+from vdsogen.elf.consts import (EM_ARM, EM_MIPS, EM_RISCV, PF_R, PF_W, PF_X, PT_ARM_EXIDX, PT_DYNAMIC,
+                                PT_GNU_EH_FRAME, PT_GNU_PROPERTY, PT_GNU_RELRO, PT_GNU_STACK, PT_INTERP, PT_LOAD,
+                                PT_MIPS_ABIFLAGS, PT_MIPS_OPTIONS, PT_MIPS_REGINFO, PT_NOTE, PT_NULL, PT_PHDR,
+                                PT_RISCV_ATTRIBUTES, PT_TLS)
 from vdsogen.audit.rules import rule
 
 
@@ -102,10 +104,6 @@ def load_covers_headers(ctx):
                          f"headers need 0-0x{end:x}")
 
 
-PT_ARM_EXIDX = 0x70000001
-PT_MIPS_REGINFO, PT_MIPS_RTPROC, PT_MIPS_OPTIONS, PT_MIPS_ABIFLAGS = 0x70000000, 0x70000001, 0x70000002, 0x70000003
-PT_RISCV_ATTRIBUTES = 0x70000003
-EM_ARM, EM_MIPS, EM_RISCV = 40, 8, 243
 COMMON = {PT_LOAD, PT_DYNAMIC, PT_NOTE, PT_GNU_EH_FRAME, PT_GNU_STACK, PT_PHDR} | set(FORBIDDEN)
 ARCH_PHDRS = {EM_ARM: {PT_ARM_EXIDX}, EM_MIPS: {PT_NULL, PT_MIPS_REGINFO, PT_MIPS_OPTIONS, PT_MIPS_ABIFLAGS},
               EM_RISCV: {PT_RISCV_ATTRIBUTES}}

@@ -1,6 +1,7 @@
 """Symbol rules: what the vDSO exports, and that nothing is left undefined."""
 
-from vdsogen.elf.reader import SHN_ABS, STB_GLOBAL, STB_WEAK, STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE, STT_OBJECT, STT_TLS
+from vdsogen.elf.consts import (SHN_ABS, STB_GLOBAL, STB_WEAK, STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE, STT_OBJECT,
+                                STT_TLS)
 from vdsogen.audit.rules import rule
 
 BINDINGS = {STB_GLOBAL: "global", STB_WEAK: "weak"}

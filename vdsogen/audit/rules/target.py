@@ -11,8 +11,8 @@ def _words(img, addr, count):
 
 @rule("T001", "error", "signal trampolines must be the exact instruction sequences unwinders match",
       """libgcc, gdb and libunwind recognise a signal frame by the bytes at
-      the return address (arm64: mov x8,#139; svc #0; powerpc64: addi r1,r1,
-      128; li r0,172; sc), and some look at the word before it too.  Any other
+      the return address, and some look at the word before it too; the ABI
+      catalogue (vdsogen/spec/abi.toml) lists each ABI's sequences.  Any other
       encoding leaves signal frames un-unwindable.""", needs=("trampolines",))
 def trampolines(ctx):
     img = ctx.image

@@ -1,6 +1,6 @@
 """Symbol versioning rules: glibc and Go look every symbol up by name@version."""
 
-from vdsogen.elf.reader import VER_FLG_BASE
+from vdsogen.elf.consts import VER_FLG_BASE
 from vdsogen.audit.rules import rule
 from vdsogen.audit.rules.symbols import exported
 
