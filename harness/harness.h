@@ -1,6 +1,6 @@
 /*
  * vdsogen test harness: types shared by the generated harness_target.h, the
- * ELF reader (elf.c) and the checks (harness.c).
+ * ELF reader (elf.c) and the checks (internal.h and the other files of harness/).
  *
  * The harness is built for the target it tests (natively or for qemu-user),
  * so the image's ELF class and byte order are the harness's own: ElfW()
@@ -14,12 +14,13 @@
 #include <stdint.h>
 
 /*
- * What an entry point handed back: the return register and, for the
- * cr0-so convention, the summary-overflow bit of CR0 (0 elsewhere).
+ * What an entry point handed back: the return register and the convention's
+ * error flag where it has one (CR0.SO for cr0-so; 0 elsewhere).  Only the
+ * h_ret_*() functions of harness_target.h interpret it.
  */
 struct h_ret {
 	long	raw;
-	int	so;
+	int	flag;
 };
 
 enum h_kind {
@@ -32,11 +33,10 @@ enum h_kind {
 struct h_symbol {
 	const char	*name;
 	const char	*version;	/* expected verdef name */
-	const char	*impl;		/* implementation; NULL for trampolines */
+	int		impl;		/* its function: IMPL_* index in h_fn[]; -1 for trampolines */
 	const char	*primary;	/* the export an alias belongs to (itself otherwise) */
 	int		weak;		/* expected binding STB_WEAK, else STB_GLOBAL */
 	int		kind;		/* enum h_kind */
-	int		arch_impl;	/* implemented by an arch fragment */
 	int		trampoline;	/* index in h_trampolines[], or -1 */
 };
 

@@ -27,7 +27,7 @@ CLOCKS = ["REALTIME", "MONOTONIC", "MONOTONIC_RAW", "BOOTTIME", "TAI",
           "REALTIME_COARSE", "MONOTONIC_COARSE"]
 COUNTER_CLOCKS = ["REALTIME", "MONOTONIC", "MONOTONIC_RAW", "BOOTTIME", "TAI"]
 
-# Ids the page does not serve, compared with the raw syscall (harness.c: h_syscall_ids).
+# Ids the page does not serve, compared with the raw syscall (harness/checks-clock.c: h_syscall_ids).
 SYSCALL_IDS = [3, 8, 9, 10, 13, 14, 15, 16, 23, -1, -2, -6, -57, -2**31]
 
 
@@ -154,11 +154,11 @@ BREAKAGES = {
         ["timens.MONOTONIC", "timens.BOOTTIME"]),
     # clock_getres answers 1 ns for the counter clocks without reading hrtimer_res.
     "getres-constant-1": (
-        {"vdso_core.h": [("ns = READ_ONCE(vdso_real_data(vd)->hrtimer_res);", "ns = ((void)vd, 1);")]},
+        {"vdso_core.h": [("ns = READ_ONCE(VDSO_HRTIMER_RES(vdso_real_data(vd)));", "ns = ((void)vd, 1);")]},
         [f"clock_getres.{c}" for c in COUNTER_CLOCKS]),
     # clock_getres answers the tick for the counter clocks too.
     "getres-tick-for-hres": (
-        {"vdso_core.h": [("ns = READ_ONCE(vdso_real_data(vd)->hrtimer_res);",
+        {"vdso_core.h": [("ns = READ_ONCE(VDSO_HRTIMER_RES(vdso_real_data(vd)));",
                           "ns = ((void)vd, VDSO_LOW_RES_NSEC);")]},
         [f"clock_getres.{c}" for c in COUNTER_CLOCKS]),
     # The id is range-checked as signed: negative ids reach the shift (UB);
@@ -273,8 +273,51 @@ def test_coarse_setting_reaches_the_harness():
 
     for setting, value in (("page", 0), ("syscall", 1)):
         target = with_coarse_in_mode_none(load_target("x86_64"), setting)
-        header = dict(harness_sources(target))["harness_target.h"]
-        assert re.search(rf"^#define H_COARSE_IN_MODE_NONE_SYSCALL\s+{value}$", header, re.M), header
+        header = dict(harness_sources(target))["vdso_config.h"]
+        assert re.search(rf"^#define VDSO_COARSE_IN_MODE_NONE_SYSCALL\s+{value}$", header, re.M), header
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_call_shapes_come_from_the_declarations(name):
+    """One typed wrapper and one IMPL_ index per exported function, as functions.toml declares it."""
+    from vdsogen.harness.driver import harness_sources
+
+    target = load_target(name)
+    header = dict(harness_sources(target))["harness_target.h"]
+    wrappers = re.findall(r"^static inline struct h_ret v_(\w+)\((.*)\)$", header, re.M)
+    assert wrappers == [(f.name, f.param_list) for f in target.functions], header
+    impls = re.findall(r"^\tIMPL_(\w+),$", header, re.M)
+    assert impls == [f.name.upper() for f in target.functions], header
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_arch_checks_come_from_beside_their_fragments(name):
+    """A target gets the check of each function an arch fragment implements, and no other."""
+    from vdsogen.harness.driver import harness_sources
+
+    target = load_target(name)
+    files = dict(harness_sources(target))
+    arch = [f.name for f in target.functions if f.where == "arch"]
+    assert sorted(n for n in files if n.endswith(".c")) == sorted(f"check-{n}.c" for n in arch)
+    for n in arch:
+        assert f"void h_check_{n}(void)" in files[f"check-{n}.c"]
+        assert f"h_check_{n}," in files["harness_target.h"]
+    if name == "ppc64le":
+        assert arch == ["get_tbfreq", "sync_dicache"]
+
+
+def test_missing_arch_check_is_an_error(tmp_path, monkeypatch):
+    import shutil
+
+    for d in ("templates", "arch"):
+        shutil.copytree(paths.ROOT / d, tmp_path / d)
+    (tmp_path / "arch" / "powerpc" / "harness-check-sync_dicache.c.j2").unlink()
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    monkeypatch.setattr(paths, "TEMPLATES", tmp_path / "templates")
+    monkeypatch.setattr(paths, "ARCH", tmp_path / "arch")
+    target = load_target("ppc64le")
+    with pytest.raises(HarnessError, match=r"arch/powerpc/harness-check-sync_dicache\.c\.j2: missing"):
+        build_harness(target, tmp_path / "work", Builder(target, stream=io.StringIO()))
 
 
 @pytest.mark.parametrize("name", TARGETS)

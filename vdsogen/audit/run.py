@@ -52,7 +52,7 @@ def expect_for(img, detection):
         return rules.Expect(abi_problem=detection.reason)
     return rules.Expect(
         abi=a.name, elf_class=a.elf_class, endian=img.endian if img.endian in a.endians else a.endians[0],
-        machine=a.machine, soname=a.sonames, versions=a.versions, trampolines=a.trampolines,
+        machine=a.machine, soname=a.sonames, versions=a.versions, trampolines=tuple(t._replace(lead=()) for t in a.trampolines),
         page_size=a.page_size, flags=a.flags, abi_info=a)
 
 

@@ -10,25 +10,36 @@ import jinja2
 
 from vdsogen import paths
 from vdsogen.errors import SpecError
+from vdsogen.spec import functions
 
 
-def _relpath(p):
-    try:
-        return os.path.relpath(p, paths.ROOT)
-    except ValueError:
-        return str(p)
+# Files of templates/ copied into every build as they are: plain C.
+STATIC = ("vdso_types.h", "vdso_core.h")
+
+
+def _relpath(p, roots):
+    """A path as generated comments show it: relative to the tree it is in."""
+    for root in roots:
+        try:
+            rel = os.path.relpath(p, root)
+        except ValueError:
+            continue
+        if not rel.startswith(".."):
+            return rel
+    return str(p)
 
 
 def environment(target):
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(paths.TEMPLATES), str(paths.ROOT)]),
+        loader=jinja2.FileSystemLoader([str(paths.TEMPLATES), *target.fragment_roots]),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
         autoescape=False,
     )
-    env.filters["relpath"] = _relpath
+    shown = [*reversed(target.fragment_roots), os.path.dirname(target.path)]
+    env.filters["relpath"] = lambda p: _relpath(p, shown)
 
     def fail(key, message):
         raise SpecError(target.path, key, message)
@@ -63,16 +74,12 @@ class CounterParams(dict):
 
 def _context(target):
     dp = target.datapage
-    impls = []
-    for e in target.core_exports:
-        if e.impl not in impls:
-            impls.append(e.impl)
     return {
         "target": target,
         "dp": dp,
         "layout": dp.layout,
         "params": CounterParams(target),
-        "impls": impls,
+        "declared": tuple(functions.catalogue().values()),
     }
 
 
@@ -87,13 +94,14 @@ def sources(target):
         except jinja2.TemplateError as e:
             where = getattr(e, "filename", None) or name
             line = getattr(e, "lineno", None)
-            raise SpecError(_relpath(where) + (f":{line}" if line else ""), None,
+            raise SpecError(env.filters["relpath"](where) + (f":{line}" if line else ""), None,
                             f"template error: {e.message}") from None
 
-    out = [
+    out = [(name, (paths.TEMPLATES / name).read_text()) for name in STATIC]
+    out += [
+        ("vdso_config.h", render("vdso_config.h.j2")),
         ("datapage.h", render("datapage.h.j2")),
         ("vdso_arch.h", render("vdso_arch.h.j2")),
-        ("vdso_core.h", render("vdso_core.h.j2")),
         ("vdso.c", render("vdso.c.j2")),
         ("note.S", render("note.S.j2")),
     ]
@@ -107,9 +115,4 @@ def sources(target):
     out.append(("vdso.lds", render("vdso.lds.j2")))
     ctx["params"].check_all_read()
     return out
-
-
-def harness_header(target):
-    env = environment(target)
-    return env.get_template("harness_target.h.j2").render(**_context(target))
 

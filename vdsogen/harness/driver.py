@@ -2,11 +2,16 @@
 
 The harness (harness/*.c) is one static program per target, compiled with
 the target's GNU cross compiler against headers rendered from the spec:
-datapage.h and vdso_arch.h (the vDSO's own data-page structures, counter
-read and barriers) and harness_target.h (templates/harness_target.h.j2:
-exports, versions, trampolines, layout facts, syscall numbers).  It runs
-natively or under qemu-user, prints one line per check and a summary; this
-module relays those lines and turns the outcome into an exit status.
+vdso_config.h, vdso_types.h, datapage.h and vdso_arch.h (the vDSO's own
+configuration, types, data-page structures, counter read and barriers) and
+harness_target.h
+(templates/harness_target.h.j2: the exported functions with a typed call
+wrapper each, the return convention, versions, trampolines, layout facts,
+syscall numbers).  Each function an arch fragment implements has its check
+beside it, arch/ARCH/harness-check-NAME.c.j2, rendered and compiled in for
+the targets that export it.  The harness runs natively or under qemu-user,
+prints one line per check and a summary; this module relays those lines
+and turns the outcome into an exit status.
 """
 
 import shutil
@@ -25,8 +30,8 @@ from vdsogen.fsutil import write_atomic
 from vdsogen.build.toolchain import Builder
 
 # Headers of the vDSO build the harness compiles against.
-VDSO_HEADERS = ("datapage.h", "vdso_arch.h")
-HARNESS_CFLAGS = ("-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-static", "-pthread")
+VDSO_HEADERS = ("vdso_config.h", "vdso_types.h", "datapage.h", "vdso_arch.h")
+HARNESS_CFLAGS = ("-std=gnu11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror", "-static", "-pthread")
 # The harness's own watchdog gives up on a hung group after 30 s; this is the backstop.
 RUN_TIMEOUT = 600
 
@@ -47,18 +52,40 @@ def runner(target):
                        f"qemu-user; run scripts/setup.sh)")
 
 
+def arch_checks(target):
+    """The target's functions an arch fragment implements: each is checked by
+    arch/ARCH/harness-check-NAME.c.j2, beside its implementation."""
+    return [f for f in target.functions if f.where == "arch"]
+
+
+def _render(env, target, name, **extra):
+    try:
+        return env.get_template(name).render(target=target, dp=target.datapage,
+                                             layout=target.datapage.layout, **extra)
+    except jinja2.TemplateNotFound as e:
+        if e.name != name:
+            raise HarnessError(f"{name}: template error: {e.message}") from None
+        raise HarnessError(f"{name}: missing (every function an arch fragment implements "
+                           f"is checked by a fragment beside it)") from None
+    except jinja2.TemplateError as e:
+        where = env.filters["relpath"](getattr(e, "filename", None) or name)
+        line = getattr(e, "lineno", None)
+        raise HarnessError(f"{where}{f':{line}' if line else ''}: template error: {e.message}") from None
+
+
 def harness_sources(target):
-    """[(file name, text)] of the generated headers the harness needs."""
-    from vdsogen.gen.render import harness_header, sources
+    """[(file name, text)] of the generated files the harness needs: headers,
+    then the arch checks (check-NAME.c)."""
+    from vdsogen.gen.render import environment, sources
 
     rendered = dict(sources(target))
     out = [(name, rendered[name]) for name in VDSO_HEADERS]
-    try:
-        out.append(("harness_target.h", harness_header(target)))
-    except jinja2.TemplateError as e:
-        where = getattr(e, "filename", None) or "templates/harness_target.h.j2"
-        line = getattr(e, "lineno", None)
-        raise HarnessError(f"{where}{f':{line}' if line else ''}: template error: {e.message}") from None
+    env = environment(target)
+    checks = arch_checks(target)
+    out.append(("harness_target.h", _render(env, target, "harness_target.h.j2", arch_checks=checks)))
+    for f in checks:
+        out.append((f"check-{f.name}.c", _render(env, target, target.fragment(f"harness-check-{f.name}.c.j2"),
+                                                 f=f)))
     return out
 
 
@@ -78,6 +105,8 @@ def build_harness(target, workdir, builder=None):
     builder.log("GEN", hdir / "harness_target.h")
     for name, text in harness_sources(target):
         write_atomic(hdir / name, text.encode())
+        if name.endswith(".c"):
+            csources.append(hdir / name)
 
     exe = hdir / "harness"
     argv = [cc, *HARNESS_CFLAGS, *target.toolchain.harness_cflags,
@@ -242,5 +271,5 @@ def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=Non
             tmp.cleanup()
 
 
-__all__ = ["build_harness", "run_harness", "run_tests", "run_tests_full", "harness_sources",
+__all__ = ["build_harness", "run_harness", "run_tests", "run_tests_full", "harness_sources", "arch_checks",
            "Outcome", "compiler", "runner"]

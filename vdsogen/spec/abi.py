@@ -1,4 +1,4 @@
-"""The catalogue of Linux vDSO ABIs (vdsogen/data/abi.toml) and ABI detection.
+"""The catalogue of Linux vDSO ABIs (vdsogen/spec/abi.toml) and ABI detection.
 
 `vdsogen audit` judges images vdsogen did not build, for ABIs it may not
 build yet.  What it needs to know about each ABI is data; this module loads
@@ -7,13 +7,14 @@ and checks it once and picks the ABI an image is for from its ELF identity
 from its version nodes and soname.
 """
 
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 from pathlib import Path
 
 from vdsogen.elf.reader import Unreadable
 from vdsogen.errors import SpecError
+from vdsogen.spec.toml import Table, load_toml
 
 CATALOGUE = Path(__file__).resolve().parent / "abi.toml"
 CONSUMERS = ("glibc", "musl", "go", "sysv")
@@ -61,83 +62,78 @@ class Abi:
     core: tuple
     flags: tuple
     entry: str | None
-    trampolines: tuple       # (name, lead words, words), as Expect wants them
+    trampolines: tuple       # of Trampoline
     lookups: dict            # consumer -> tuple of Lookup
     hash_word: int
     notes: str
 
 
-def _fail(key, message):
-    raise SpecError(CATALOGUE, key, message)
+class Trampoline(NamedTuple):
+    name: str
+    lead: tuple              # words right before the symbol in vdsogen's images (audit ignores them)
+    words: tuple             # words at the symbol: what unwinders match
 
 
-def _want(table, key, kind, where, default=None):
-    if key not in table:
-        if default is not None:
-            return default
-        _fail(f"{where}.{key}", "missing")
-    value = table[key]
-    if not isinstance(value, kind):
-        _fail(f"{where}.{key}", f"expected {kind.__name__ if isinstance(kind, type) else kind}")
-    return value
-
-
-KEYS = {"description", "class", "machine", "endian", "soname", "versions", "lookup_version", "page_size",
-        "core", "flags", "entry", "trampolines", "lookups", "hash_word", "notes"}
-
-
-def _abi(name, t):
-    unknown = set(t) - KEYS
-    if unknown:
-        _fail(f"{name}.{sorted(unknown)[0]}", "unknown key")
-    version = _want(t, "lookup_version", str, name)
-    lookups = {}
-    table = _want(t, "lookups", dict, name)
+def _lookups(t, version):
+    out = {}
     for consumer in CONSUMERS:
         items = []
-        for i, item in enumerate(_want(table, consumer, list, f"{name}.lookups")):
-            where = f"{name}.lookups.{consumer}[{i}]"
+        for i, item in enumerate(t.raw(consumer)):
             if isinstance(item, str):
                 sym, _, ver = item.partition("@")
                 items.append(Lookup(sym, ver or version))
             elif isinstance(item, dict):
-                items.append(Lookup(_want(item, "symbol", str, where), item.get("version", version),
-                                    item.get("needs")))
+                it = Table(t.path, item, f"{t.key}.{consumer}[{i}]")
+                items.append(Lookup(it.str("symbol"), it.str("version", version), it.str("needs", None)))
+                it.done()
             else:
-                _fail(where, "expected a name or a table")
-        lookups[consumer] = tuple(items)
+                t.error(f"{consumer}[{i}]", "expected a name or a table")
+        out[consumer] = tuple(items)
+    t.done()
+    return out
+
+
+def _words(t, key, default=None):
+    words = t.list(key, int, default, "an integer")
+    for i, w in enumerate(words or ()):
+        if not 0 <= w <= 0xFFFFFFFF:
+            t.error(f"{key}[{i}]", f"{w:#x} is not a 32-bit instruction word")
+    return tuple(words or ())
+
+
+def _abi(name, t):
+    version = t.str("lookup_version")
     flags = []
-    for i, f in enumerate(t.get("flags", [])):
-        where = f"{name}.flags[{i}]"
-        flags.append(FlagRule(_want(f, "mask", int, where), tuple(_want(f, "values", list, where)),
-                              _want(f, "what", str, where), bool(f.get("detect")), bool(f.get("warn"))))
+    for f in t.tables("flags", []):
+        flags.append(FlagRule(f.int("mask"), tuple(f.list("values", int, kindname="an integer")), f.str("what"),
+                              f.bool("detect", False), f.bool("warn", False)))
+        f.done()
     tramps = []
-    for i, tr in enumerate(t.get("trampolines", [])):
-        where = f"{name}.trampolines[{i}]"
-        tramps.append((_want(tr, "name", str, where), (), tuple(_want(tr, "words", list, where))))
-    endians = tuple(_want(t, "endian", list, name))
+    for tr in t.tables("trampolines", []):
+        tramps.append(Trampoline(tr.str("name"), _words(tr, "lead", []), _words(tr, "words")))
+        tr.done()
+    endians = tuple(t.list("endian", str, kindname="a string"))
     if not endians or set(endians) - {"little", "big"}:
-        _fail(f"{name}.endian", "expected a list of \"little\" and/or \"big\"")
-    elf_class = _want(t, "class", int, name)
+        t.error("endian", "expected a list of \"little\" and/or \"big\"")
+    elf_class = t.int("class")
     if elf_class not in (32, 64):
-        _fail(f"{name}.class", "expected 32 or 64")
-    return Abi(name, _want(t, "description", str, name), elf_class, _want(t, "machine", int, name), endians,
-               tuple(_want(t, "soname", list, name)), tuple(_want(t, "versions", list, name)), version,
-               _want(t, "page_size", int, name), tuple(_want(t, "core", list, name)), tuple(flags),
-               t.get("entry"), tuple(tramps), lookups, t.get("hash_word", 4), t.get("notes", ""))
+        t.error("class", "expected 32 or 64")
+    abi = Abi(name, t.str("description"), elf_class, t.int("machine"), endians,
+              tuple(t.list("soname", str, kindname="a string")), tuple(t.list("versions", str, kindname="a string")),
+              version, t.int("page_size"), tuple(t.list("core", str, kindname="a string")), tuple(flags),
+              t.str("entry", None), tuple(tramps), _lookups(t.table("lookups"), version), t.int("hash_word", 4),
+              t.str("notes", ""))
+    t.done()
+    return abi
 
 
 @lru_cache(maxsize=None)
 def catalogue():
     """name -> Abi, in the catalogue's order."""
-    try:
-        with open(CATALOGUE, "rb") as f:
-            data = tomllib.load(f)
-    except OSError as e:
-        raise SpecError(CATALOGUE, None, f"cannot read: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise SpecError(CATALOGUE, None, str(e)) from None
-    return {name: _abi(name, t) for name, t in data.items()}
+    top = Table(CATALOGUE, load_toml(CATALOGUE))
+    out = {name: _abi(name, top.table(name)) for name in top.keys()}
+    top.done()
+    return out
 
 
 def names():

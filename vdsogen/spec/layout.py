@@ -118,12 +118,19 @@ class Layout:
         return offset
 
 
-def layout_path(name):
-    return paths.LAYOUTS / f"{name}.toml"
+def layout_path(name, search=None):
+    """The first NAME.toml in the search directories (default: vdsogen's own layouts)."""
+    search = search or (paths.LAYOUTS,)
+    for d in search:
+        if (d / f"{name}.toml").is_file():
+            return d / f"{name}.toml"
+    return search[-1] / f"{name}.toml"
 
 
-def load_layout(name, _chain=()):
-    path = layout_path(name)
+def load_layout(name, search=None, _chain=()):
+    """Layout NAME from the search directories; `extends` looks in the same ones."""
+    search = tuple(search or (paths.LAYOUTS,))
+    path = layout_path(name, search)
     if name in _chain:
         Table(path, {}).error("extends", f"circular extends through {' -> '.join(_chain + (name,))}")
     top = Table(path, load_toml(path))
@@ -131,9 +138,9 @@ def load_layout(name, _chain=()):
     base = None
     if top.has("extends"):
         parent = top.str("extends")
-        if not layout_path(parent).is_file():
-            top.error("extends", f"no layout named {parent!r} in {paths.LAYOUTS}")
-        base = load_layout(parent, _chain + (name,))
+        if not layout_path(parent, search).is_file():
+            top.error("extends", f"no layout named {parent!r} in {', '.join(map(str, search))}")
+        base = load_layout(parent, search, _chain + (name,))
 
     raw_structs = {}
     order = []

@@ -1,47 +1,30 @@
 """Target specs (specs/T.toml) turned into validated, frozen objects.
 
 Everything the writers and the toolchain driver need is checked here, before
-anything renders: names are C identifiers, every version node is used, every
-export has an implementation, every syscall an export needs has a number,
-the layout fits the pages the target maps.
+anything renders: names are C identifiers, every export has an
+implementation, every syscall an export needs has a number, the layout fits
+the pages the target maps.  A spec names its ABI; the ELF identity, soname,
+version nodes and trampoline words come from the ABI catalogue
+(vdsogen/spec/abi.toml) that `check` and `audit` use too, and every export's
+signature from the function declarations (vdsogen/spec/functions.toml).
 """
 
-import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from vdsogen import paths
 from vdsogen.errors import SpecError
+from vdsogen.spec import abi as catalogue
+from vdsogen.spec import functions
 from vdsogen.spec.layout import load_layout, layout_path
+from vdsogen.elf.consts import MACHINE_NAMES
 from vdsogen.spec.toml import C_IDENT, Table, load_toml
-
-# e_machine values of the ABIs vdsogen knows (elf.h).
-MACHINES = {"EM_386": 3, "EM_MIPS": 8, "EM_PPC": 20, "EM_PPC64": 21, "EM_S390": 22,
-            "EM_ARM": 40, "EM_X86_64": 62, "EM_AARCH64": 183, "EM_RISCV": 243,
-            "EM_LOONGARCH": 258}
-
-@dataclass(frozen=True)
-class CoreImpl:
-    """One function of the generic time core."""
-    syscall: str | None    # what it falls back to
-    nargs: int             # user arguments; asm entries pass the data page after them
-    returns_errno: bool    # 0 or -errno (False: the result is a value, as time() gives)
-    uses_data: bool        # reads the data page
-
-
-CORE_IMPLS = {
-    "clock_gettime": CoreImpl("clock_gettime", 2, True, True),
-    "clock_getres": CoreImpl("clock_getres", 2, True, True),
-    "gettimeofday": CoreImpl("gettimeofday", 2, True, True),
-    "time": CoreImpl(None, 1, False, True),
-    "getcpu": CoreImpl("getcpu", 3, True, False),
-}
 
 CONVENTIONS = ("negative-errno", "cr0-so")
 COARSE_IN_MODE_NONE = ("page", "syscall")
 ENTRY_STYLES = ("c", "asm")
 SYSCALL_NR_MAX = 8191   # above every Linux ABI's table, MIPS's 4000/5000/6000 bases included
 BINDINGS = ("global", "weak")
-VERSION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 
 
 @dataclass(frozen=True)
@@ -70,11 +53,19 @@ class Alias:
 @dataclass(frozen=True)
 class Export:
     name: str
-    impl: str
+    function: functions.Function
     version: str
     binding: str
     aliases: tuple
-    arch_impl: bool        # implemented by arch/<arch>/impl-<impl>.S.j2, not the core
+
+    @property
+    def impl(self):
+        return self.function.name
+
+    @property
+    def arch_impl(self):
+        """Implemented by arch/<arch>/impl-<impl>.S.j2, not by the core."""
+        return self.function.where == "arch"
 
 
 @dataclass(frozen=True)
@@ -106,7 +97,7 @@ class Syscalls:
 
 @dataclass(frozen=True)
 class DataPages:
-    layout: object         # vdsogen.layout.Layout
+    layout: object         # vdsogen.spec.layout.Layout
     page_size: int
     pages: int
     tick_nsec: int         # resolution of the coarse clocks (TICK_NSEC)
@@ -128,8 +119,9 @@ class Toolchain:
 class Target:
     name: str
     path: str
+    abi: catalogue.Abi
     arch: str              # directory of fragments under arch/
-    description: str
+    fragment_roots: tuple  # trees searched for arch/<arch>/ fragments, in order
     elf: ElfIdentity
     soname: str
     versions: tuple        # node names, in verdef order after the base
@@ -141,6 +133,10 @@ class Target:
     entry_style: str
     toolchain: Toolchain
 
+    @property
+    def description(self):
+        return self.abi.description
+
     def fragment(self, name):
         """Template name of an arch fragment, for the Jinja2 loader."""
         return f"arch/{self.arch}/{name}"
@@ -150,12 +146,20 @@ class Target:
         return tuple(e for e in self.exports if not e.arch_impl)
 
     @property
-    def core_impls(self):
-        return CORE_IMPLS
-
-    @property
     def arch_exports(self):
         return tuple(e for e in self.exports if e.arch_impl)
+
+    @property
+    def functions(self):
+        """The functions the exports implement, once each, in export order."""
+        out = {}
+        for e in self.exports:
+            out.setdefault(e.function.name, e.function)
+        return tuple(out.values())
+
+    @property
+    def core_functions(self):
+        return tuple(f for f in self.functions if f.where == "core")
 
     def symbols(self):
         """Every exported (name, version, binding): entries, aliases, trampolines."""
@@ -173,40 +177,58 @@ class Target:
         return self.syscalls.numbers[name]
 
 
-def list_targets():
-    return sorted(p.stem for p in paths.SPECS.glob("*.toml"))
+class SpecTree:
+    """Where specs, layouts and arch fragments are looked up: first a
+    directory of the user's (`--specs=DIR`, as a maintainer keeps them in a
+    kernel tree: DIR/T.toml, DIR/layouts/NAME.toml, DIR/arch/ARCH/*.j2),
+    then vdsogen's own.  Each fragment is taken from the first directory
+    that has it, so DIR/arch/ARCH/ need only hold what differs."""
+
+    def __init__(self, extra=None):
+        self.extra = Path(extra).resolve() if extra else None
+        if self.extra and not self.extra.is_dir():
+            raise SpecError(extra, None, "--specs: not a directory")
+        self.roots = tuple(r for r in (self.extra, paths.ROOT) if r is not None)
+
+    @property
+    def spec_dir(self):
+        return self.extra or paths.SPECS
+
+    @property
+    def layout_dirs(self):
+        return tuple(d for d in ((self.extra / "layouts") if self.extra else None, paths.LAYOUTS) if d)
+
+    def has_fragment(self, arch, filename=""):
+        return any((r / "arch" / arch / filename).exists() for r in self.roots)
 
 
-def spec_path(name):
-    return paths.SPECS / f"{name}.toml"
+def list_targets(specs=None):
+    return sorted(p.stem for p in SpecTree(specs).spec_dir.glob("*.toml"))
 
 
-def load_target(name):
-    path = spec_path(name)
+def spec_path(name, specs=None):
+    return SpecTree(specs).spec_dir / f"{name}.toml"
+
+
+def load_target(name, specs=None):
+    """Target `name` from specs/ (or from the directory `specs`)."""
+    path = spec_path(name, specs)
     if not path.is_file():
-        known = ", ".join(list_targets()) or "none"
+        known = ", ".join(list_targets(specs)) or "none"
         raise SpecError(path, None, f"no spec for target {name!r} (known: {known})")
-    return _parse(name, path, Table(path, load_toml(path)))
+    return _parse(name, path, Table(path, load_toml(path)), SpecTree(specs))
 
 
-def _parse(name, path, top):
-    arch = top.ident("arch")
-    if not (paths.ARCH / arch).is_dir():
-        top.error("arch", f"no fragment directory arch/{arch}/")
-    description = top.str("description", "")
-
+def _identity(top, abi):
+    """The ELF identity: class and machine from the ABI; the byte order and
+    soname where the ABI allows several; e_flags within its constraints."""
     et = top.table("elf")
-    elf_class = et.int("class")
-    if elf_class not in (32, 64):
-        et.error("class", "must be 32 or 64")
-    endian = et.str("endian", choices=("little", "big"))
-    machine_name = et.str("machine")
-    if machine_name not in MACHINES:
-        et.error("machine", f"unknown machine {machine_name!r} (known: {', '.join(MACHINES)})")
+    endian = et.str("endian", abi.endians[0], choices=abi.endians)
+    soname = et.str("soname", abi.sonames[0], choices=abi.sonames)
     flags = et.int("flags", 0, lo=0, hi=0xFFFFFFFF)
-    soname = et.str("soname")
-    if not soname or "/" in soname:
-        et.error("soname", f"{soname!r} is not a soname")
+    for rule in abi.flags:
+        if not rule.ok(flags):
+            et.error("flags", f"0x{flags:x} breaks the {abi.name} ABI's constraint: {rule.what}")
     version_text = et.str("linux_version")
     parts = version_text.split(".")
     if len(parts) != 3 or not all(p.isdigit() for p in parts):
@@ -214,20 +236,25 @@ def _parse(name, path, top):
     text_fill = et.int("text_fill", None, lo=0, hi=0xFFFFFFFF)
     eh_frame = et.bool("eh_frame")
     et.done()
-    elf = ElfIdentity(elf_class, endian, MACHINES[machine_name], machine_name, flags,
-                      tuple(int(p) for p in parts), text_fill, eh_frame)
+    machine_name = MACHINE_NAMES.get(abi.machine, f"EM_{abi.machine}")
+    return ElfIdentity(abi.elf_class, endian, abi.machine, machine_name, flags,
+                       tuple(int(p) for p in parts), text_fill, eh_frame), soname
 
-    versions = []
-    for vt in top.tables("version"):
-        vname = vt.str("name")
-        if not VERSION_NAME.match(vname):
-            vt.error("name", f"{vname!r} is not a version node name (letters, digits, '_' and '.')")
-        if vname in versions:
-            vt.error("name", f"version node {vname!r} declared twice")
-        versions.append(vname)
-        vt.done()
-    if not versions:
-        top.error("version", "at least one version node is needed")
+
+def _parse(name, path, top, tree):
+    abi_name = top.str("abi")
+    abi = catalogue.get(abi_name)
+    if abi is None:
+        top.error("abi", f"unknown ABI {abi_name!r} (known: {', '.join(catalogue.names())})")
+    arch = top.ident("arch")
+    if not tree.has_fragment(arch):
+        top.error("arch", f"no fragment directory arch/{arch}/")
+
+    def need_fragment(table, key, filename):
+        if not tree.has_fragment(arch, filename):
+            table.error(key, f"no fragment arch/{arch}/{filename}")
+
+    elf, soname = _identity(top, abi)
 
     st = top.table("syscall")
     convention = st.str("convention", choices=CONVENTIONS)
@@ -242,7 +269,7 @@ def _parse(name, path, top):
     nt.done()
     st.done()
     syscalls = Syscalls(syscall_fragment, instruction, convention, numbers)
-    _need_fragment(st, "fragment", arch, f"syscall-{syscall_fragment}.h.j2")
+    need_fragment(st, "fragment", f"syscall-{syscall_fragment}.h.j2")
 
     names = set()
 
@@ -251,18 +278,25 @@ def _parse(name, path, top):
             table.error(key, f"symbol {sym!r} exported twice")
         names.add(sym)
 
+    def version_of(table):
+        version = table.str("version", abi.lookup_version)
+        if version not in abi.versions:
+            table.error("version", f"unknown version node {version!r} (the {abi.name} ABI has "
+                                   f"{', '.join(abi.versions)})")
+        return version
+
     exports = []
     for xt in top.tables("export"):
         xname = xt.ident("name")
         claim(xt, "name", xname)
         impl = xt.ident("impl")
-        arch_impl = impl not in CORE_IMPLS
-        if arch_impl and not (paths.ARCH / arch / f"impl-{impl}.S.j2").is_file():
-            xt.error("impl", f"no implementation {impl!r}: not in the core "
-                             f"({', '.join(CORE_IMPLS)}) and no arch/{arch}/impl-{impl}.S.j2")
-        version = xt.str("version")
-        if version not in versions:
-            xt.error("version", f"unknown version node {version!r}")
+        function = functions.get(impl)
+        if function is None:
+            xt.error("impl", f"no implementation {impl!r}: vdsogen/spec/functions.toml declares "
+                             f"{', '.join(functions.catalogue())}")
+        if function.where == "arch":
+            need_fragment(xt, "impl", f"impl-{impl}.S.j2")
+        version = version_of(xt)
         binding = xt.str("binding", "global", choices=BINDINGS)
         aliases = []
         for i, alias in enumerate(xt.list("aliases", str, [], "a string")):
@@ -271,44 +305,37 @@ def _parse(name, path, top):
             claim(xt, f"aliases[{i}]", alias)
             aliases.append(Alias(alias, "weak"))
         xt.done()
-        syscall = None if arch_impl else CORE_IMPLS[impl].syscall
-        if syscall and syscall not in numbers:
-            st.error(f"numbers.{syscall}", f"missing: export {xname} falls back to it")
-        exports.append(Export(xname, impl, version, binding, tuple(aliases), arch_impl))
+        if function.syscall and function.syscall not in numbers:
+            st.error(f"numbers.{function.syscall}", f"missing: export {xname} falls back to it")
+        exports.append(Export(xname, function, version, binding, tuple(aliases)))
     if not exports:
         top.error("export", "at least one export is needed")
 
+    known = {t.name: t for t in abi.trampolines}
     trampolines = []
     for tt in top.tables("trampoline", []):
         tname = tt.ident("name")
+        if tname not in known:
+            tt.error("name", f"the {abi.name} ABI has no trampoline {tname!r} "
+                             f"(known: {', '.join(known) or 'none'})")
         claim(tt, "name", tname)
-        version = tt.str("version")
-        if version not in versions:
-            tt.error("version", f"unknown version node {version!r}")
+        version = version_of(tt)
         fragment = tt.str("fragment")
-        _need_fragment(tt, "fragment", arch, f"{fragment}.S.j2")
+        need_fragment(tt, "fragment", f"{fragment}.S.j2")
         syscall = tt.ident("syscall")
         if syscall not in numbers:
             st.error(f"numbers.{syscall}", f"missing: trampoline {tname} makes this syscall")
-        lead = tt.list("lead", int, [], "an integer")
-        words = tt.list("words", int, kindname="an integer")
-        for key, ws in (("lead", lead), ("words", words)):
-            for i, w in enumerate(ws):
-                if not 0 <= w <= 0xFFFFFFFF:
-                    tt.error(f"{key}[{i}]", f"{w:#x} is not a 32-bit instruction word")
-        if not words:
-            tt.error("words", "a trampoline needs its instruction words")
         tt.done()
-        trampolines.append(Trampoline(tname, version, fragment, syscall, tuple(lead), tuple(words)))
+        trampolines.append(Trampoline(tname, version, fragment, syscall, known[tname].lead,
+                                      known[tname].words))
 
+    # The ABI's version nodes, in its order, that some symbol uses.
     used = {e.version for e in exports} | {t.version for t in trampolines}
-    for i, v in enumerate(versions):
-        if v not in used:
-            raise SpecError(path, f"version[{i}].name", f"version node {v!r} is not used by any export")
+    versions = tuple(v for v in abi.versions if v in used)
 
     ct = top.table("counter")
     counter_fragment = ct.str("fragment")
-    _need_fragment(ct, "fragment", arch, f"counter-{counter_fragment}.h.j2")
+    need_fragment(ct, "fragment", f"counter-{counter_fragment}.h.j2")
     params = ct.table("params", None)
     param_values = {}
     if params is not None:
@@ -329,9 +356,9 @@ def _parse(name, path, top):
 
     dt = top.table("datapage")
     layout_name = dt.str("layout")
-    if not layout_path(layout_name).is_file():
-        dt.error("layout", f"no layout {layout_name!r} in {paths.LAYOUTS}")
-    layout = load_layout(layout_name)
+    if not layout_path(layout_name, tree.layout_dirs).is_file():
+        dt.error("layout", f"no layout {layout_name!r} in {', '.join(map(str, tree.layout_dirs))}")
+    layout = load_layout(layout_name, tree.layout_dirs)
     page_size = dt.int("page_size", lo=4096, hi=1 << 20)
     if page_size & (page_size - 1):
         dt.error("page_size", f"{page_size} is not a power of two")
@@ -354,7 +381,7 @@ def _parse(name, path, top):
     entry = top.table("entry")
     entry_style = entry.str("style", choices=ENTRY_STYLES)
     if entry_style == "asm":
-        _need_fragment(entry, "style", arch, "entry.S.j2")
+        need_fragment(entry, "style", "entry.S.j2")
     entry.done()
 
     tc = top.table("toolchain")
@@ -367,15 +394,10 @@ def _parse(name, path, top):
     tc.done()
     top.done()
 
-    return Target(name, str(path), arch, description, elf, soname, tuple(versions),
+    return Target(name, str(path), abi, arch, tuple(str(r) for r in tree.roots), elf, soname, versions,
                   tuple(exports), tuple(trampolines), counter, syscalls, datapage,
                   entry_style, toolchain)
 
 
 def _is_ident(s):
     return bool(C_IDENT.match(s))
-
-
-def _need_fragment(table, key, arch, filename):
-    if not (paths.ARCH / arch / filename).is_file():
-        table.error(key, f"no fragment arch/{arch}/{filename}")

@@ -9,7 +9,7 @@
  * the kernel rewrites it, and a const object would let the compiler hoist
  * its loads out of the seqcount loop.
  */
-extern struct vdso_time_data vdso_u_time_data __attribute__((visibility("hidden")));
+extern vdso_time_data_t vdso_u_time_data __attribute__((visibility("hidden")));
 
 int __vdso_clock_gettime(clockid_t clock, struct vdso_timespec *ts);
 int __vdso_clock_gettime(clockid_t clock, struct vdso_timespec *ts)

@@ -1,15 +1,20 @@
 /*
- * The generic vDSO time core, shared by every vdsogen target; this copy was
- * generated for x86_64.  The architecture supplies only the hooks
- * in vdso_arch.h: vdso_read_counter(), vdso_rmb(), vdso_cpu_relax() and
- * vdso_syscall().  Every function returns 0 or -errno (time() returns the
- * time) and falls back to the real syscall whenever the data page cannot
- * answer.
+ * The generic vDSO time core, the same file for every vdsogen target.
+ *
+ * Everything that differs between targets comes from three generated
+ * headers: vdso_config.h (which functions to build, the data-page layout's
+ * names, the counter's clock modes and quirks), datapage.h (the data-page
+ * structures) and vdso_arch.h (the hooks vdso_read_counter(), vdso_rmb(),
+ * vdso_cpu_relax() and vdso_syscall()).  Every function returns 0 or
+ * -errno (time() returns the time) and falls back to the real syscall
+ * whenever the data page cannot answer.
  */
 #ifndef VDSOGEN_CORE_H
 #define VDSOGEN_CORE_H
 
 #include <stdbool.h>
+#include "vdso_config.h"
+#include "vdso_types.h"
 #include "datapage.h"
 #include "vdso_arch.h"
 
@@ -34,73 +39,67 @@
 #define CS_HRES_COARSE	0
 #define CS_RAW		1
 
+#define VDSO_CLOCKMODE_NONE	0
 #define VDSO_CLOCKMODE_TIMENS	0x7fffffff
 
-/* Resolution of the coarse clocks: one tick. */
-#define VDSO_LOW_RES_NSEC	4000000
-
 #define READ_ONCE(x)	(*(const volatile __typeof__(x) *)&(x))
-
-typedef int clockid_t;
-
-struct vdso_timespec {
-	long	tv_sec;
-	long	tv_nsec;
-};
-
-struct vdso_timeval {
-	long	tv_sec;
-	long	tv_usec;
-};
-
-struct vdso_timezone {
-	int	tz_minuteswest;
-	int	tz_dsttime;
-};
 
 /* How a read from the data page ended. */
 enum vdso_read {
 	VDSO_OK,
 	VDSO_SYSCALL,		/* the page cannot answer: make the syscall */
+#if VDSO_HAS_TIMENS
 	VDSO_TIMENS,		/* this is a time-namespace page */
+#endif
 };
 
-static __always_inline const struct vdso_clock *
-vdso_clocks(const struct vdso_time_data *vd)
+static __always_inline const vdso_clock_t *vdso_clocks(const vdso_time_data_t *vd)
 {
-	return vd->clock_data;
+	return VDSO_CLOCKS(vd);
 }
 
+#if VDSO_HAS_TIMENS
 /* The time data to read tz, hrtimer_res and time() from: in a namespace, the real page. */
-static __always_inline const struct vdso_time_data *
-vdso_real_data(const struct vdso_time_data *vd)
+static __always_inline const vdso_time_data_t *vdso_real_data(const vdso_time_data_t *vd)
 {
 	if (READ_ONCE(vdso_clocks(vd)[CS_HRES_COARSE].clock_mode) == VDSO_CLOCKMODE_TIMENS)
 		return (const void *)((const char *)vd + VDSO_TIMENS_REAL_OFFSET);
 	return vd;
 }
+#else
+static __always_inline const vdso_time_data_t *vdso_real_data(const vdso_time_data_t *vd)
+{
+	return vd;
+}
+#endif
 
-/* The clock modes in which the rdtsc counter may be read. */
+/* The clock modes in which the counter may be read. */
 static __always_inline bool vdso_counter_mode_ok(int32_t mode)
 {
-	return mode == 1;
+	return VDSO_COUNTER_MODE_OK(mode);
 }
 
 /* Nanoseconds at @cycles, from a base in shifted nanoseconds. */
 static __always_inline uint64_t
-vdso_counter_ns(const struct vdso_clock *vc, uint64_t cycles, uint64_t base)
+vdso_counter_ns(const vdso_clock_t *vc, uint64_t cycles, uint64_t base)
 {
 	uint64_t last = vc->cycle_last;
 	uint64_t delta;
 
+#if VDSO_COUNTER_CLAMP_BACKWARDS
 	/* A counter that trails cycle_last (skew between CPUs) adds no time. */
 	if (cycles <= last)
 		return base >> vc->shift;
+#endif
 	delta = cycles - last;
+#if VDSO_COUNTER_MASK
 	delta &= vc->mask;
+#endif
+#if VDSO_HAS_MAX_CYCLES
 	/* Past max_cycles, delta * mult no longer fits in 64 bits. */
 	if (delta > vc->max_cycles)
 		return (uint64_t)(((unsigned __int128)delta * vc->mult + base) >> vc->shift);
+#endif
 	return (delta * vc->mult + base) >> vc->shift;
 }
 
@@ -108,20 +107,20 @@ vdso_counter_ns(const struct vdso_clock *vc, uint64_t cycles, uint64_t base)
  * Seqcount reader: wait until no update is in progress.  A sequence that
  * stays odd with clock_mode TIMENS marks a time-namespace page.
  */
-static __always_inline enum vdso_read
-vdso_read_begin(const struct vdso_clock *vc, uint32_t *seq)
+static __always_inline enum vdso_read vdso_read_begin(const vdso_clock_t *vc, uint32_t *seq)
 {
 	while ((*seq = READ_ONCE(vc->seq)) & 1) {
+#if VDSO_HAS_TIMENS
 		if (READ_ONCE(vc->clock_mode) == VDSO_CLOCKMODE_TIMENS)
 			return VDSO_TIMENS;
+#endif
 		vdso_cpu_relax();
 	}
 	vdso_rmb();
 	return VDSO_OK;
 }
 
-static __always_inline bool
-vdso_read_retry(const struct vdso_clock *vc, uint32_t seq)
+static __always_inline bool vdso_read_retry(const vdso_clock_t *vc, uint32_t seq)
 {
 	vdso_rmb();
 	return READ_ONCE(vc->seq) != seq;
@@ -129,8 +128,7 @@ vdso_read_retry(const struct vdso_clock *vc, uint32_t seq)
 
 /* Read base @clk of @vc; with @counter, advance it by the counter. */
 static __always_inline enum vdso_read
-vdso_read_clock(const struct vdso_clock *vc, clockid_t clk, bool counter,
-		uint64_t *sec, uint64_t *ns)
+vdso_read_clock(const vdso_clock_t *vc, clockid_t clk, bool counter, uint64_t *sec, uint64_t *ns)
 {
 	enum vdso_read ret;
 	uint32_t seq;
@@ -145,6 +143,11 @@ vdso_read_clock(const struct vdso_clock *vc, clockid_t clk, bool counter,
 			if (!vdso_counter_mode_ok(vc->clock_mode))
 				return VDSO_SYSCALL;
 			*ns = vdso_counter_ns(vc, vdso_read_counter(), *ns);
+#if VDSO_COARSE_IN_MODE_NONE_SYSCALL
+		} else if (vc->clock_mode == VDSO_CLOCKMODE_NONE) {
+			/* This page writer stops the coarse bases too in clock mode NONE. */
+			return VDSO_SYSCALL;
+#endif
 		}
 	} while (vdso_read_retry(vc, seq));
 	return VDSO_OK;
@@ -169,9 +172,9 @@ static __always_inline uint64_t vdso_div_ns(uint64_t ns, uint64_t *rem)
 }
 
 static __always_inline enum vdso_read
-vdso_clock_read(const struct vdso_time_data *vd, clockid_t clock, struct vdso_timespec *ts)
+vdso_clock_read(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespec *ts)
 {
-	const struct vdso_clock *vc = vdso_clocks(vd);
+	const vdso_clock_t *vc = vdso_clocks(vd);
 	uint64_t sec, ns, rem;
 	enum vdso_read ret;
 	bool counter;
@@ -196,9 +199,10 @@ vdso_clock_read(const struct vdso_time_data *vd, clockid_t clock, struct vdso_ti
 	}
 
 	ret = vdso_read_clock(&vc[cs], clock, counter, &sec, &ns);
+#if VDSO_HAS_TIMENS
 	if (ret == VDSO_TIMENS) {
 		/* Namespace page: its basetime[] are offsets (sec signed, ns plain) to add to the real clock. */
-		const struct vdso_timestamp *offs = &vc[cs].basetime[clock];
+		const vdso_timestamp_t *offs = &vc[cs].basetime[clock];
 
 		vd = vdso_real_data(vd);
 		ret = vdso_read_clock(&vdso_clocks(vd)[cs], clock, counter, &sec, &ns);
@@ -207,6 +211,7 @@ vdso_clock_read(const struct vdso_time_data *vd, clockid_t clock, struct vdso_ti
 		sec += offs->sec;
 		ns += offs->nsec;
 	}
+#endif
 	if (ret != VDSO_OK)
 		return VDSO_SYSCALL;
 
@@ -215,17 +220,19 @@ vdso_clock_read(const struct vdso_time_data *vd, clockid_t clock, struct vdso_ti
 	return VDSO_OK;
 }
 
-
+#if VDSO_HAS_CLOCK_GETTIME
 static __always_inline long
-vdso_clock_gettime(const struct vdso_time_data *vd, clockid_t clock, struct vdso_timespec *ts)
+vdso_clock_gettime(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespec *ts)
 {
 	if (vdso_clock_read(vd, clock, ts) == VDSO_OK)
 		return 0;
 	return vdso_syscall(VDSO_NR_clock_gettime, clock, (long)ts, 0);
 }
+#endif
 
+#if VDSO_HAS_GETTIMEOFDAY
 static __always_inline long
-vdso_gettimeofday(const struct vdso_time_data *vd, struct vdso_timeval *tv, struct vdso_timezone *tz)
+vdso_gettimeofday(const vdso_time_data_t *vd, struct vdso_timeval *tv, struct vdso_timezone *tz)
 {
 	if (tv) {
 		struct vdso_timespec ts;
@@ -238,26 +245,41 @@ vdso_gettimeofday(const struct vdso_time_data *vd, struct vdso_timeval *tv, stru
 	if (tz) {
 		/* settimeofday() writes these without the seqcount; so do we read them. */
 		vd = vdso_real_data(vd);
-		tz->tz_minuteswest = READ_ONCE(vd->tz_minuteswest);
-		tz->tz_dsttime = READ_ONCE(vd->tz_dsttime);
+		tz->tz_minuteswest = READ_ONCE(VDSO_TZ_MINUTESWEST(vd));
+		tz->tz_dsttime = READ_ONCE(VDSO_TZ_DSTTIME(vd));
 	}
 	return 0;
 }
+#endif
 
+#if VDSO_HAS_TIME
 /* One load, no seqcount: the kernel keeps REALTIME's seconds current even in clock mode NONE. */
-static __always_inline long vdso_time(const struct vdso_time_data *vd, long *t)
+static __always_inline long vdso_time(const vdso_time_data_t *vd, long *t)
 {
 	long secs;
 
 	vd = vdso_real_data(vd);
 	secs = READ_ONCE(vdso_clocks(vd)[CS_HRES_COARSE].basetime[CLOCK_REALTIME].sec);
+#if VDSO_COARSE_IN_MODE_NONE_SYSCALL
+	/* This page writer stops REALTIME's seconds too in clock mode NONE: ask the kernel. */
+	if (READ_ONCE(vdso_clocks(vd)[CS_HRES_COARSE].clock_mode) == VDSO_CLOCKMODE_NONE) {
+		struct vdso_timespec ts;
+		long ret = vdso_syscall(VDSO_NR_clock_gettime, CLOCK_REALTIME_COARSE, (long)&ts, 0);
+
+		if (ret)
+			return ret;
+		secs = ts.tv_sec;
+	}
+#endif
 	if (t)
 		*t = secs;
 	return secs;
 }
+#endif
 
+#if VDSO_HAS_CLOCK_GETRES
 static __always_inline long
-vdso_clock_getres(const struct vdso_time_data *vd, clockid_t clock, struct vdso_timespec *res)
+vdso_clock_getres(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespec *res)
 {
 	uint32_t msk;
 	long ns;
@@ -266,7 +288,7 @@ vdso_clock_getres(const struct vdso_time_data *vd, clockid_t clock, struct vdso_
 		return vdso_syscall(VDSO_NR_clock_getres, clock, (long)res, 0);
 	msk = 1U << clock;
 	if (msk & (VDSO_HRES | VDSO_RAW))
-		ns = READ_ONCE(vdso_real_data(vd)->hrtimer_res);
+		ns = READ_ONCE(VDSO_HRTIMER_RES(vdso_real_data(vd)));
 	else if (msk & VDSO_COARSE)
 		ns = VDSO_LOW_RES_NSEC;
 	else
@@ -277,11 +299,14 @@ vdso_clock_getres(const struct vdso_time_data *vd, clockid_t clock, struct vdso_
 	}
 	return 0;
 }
+#endif
 
+#if VDSO_HAS_GETCPU
 /* The CPU and node live in kernel-specific places, not in the data page. */
 static __always_inline long vdso_getcpu(unsigned int *cpu, unsigned int *node, void *unused)
 {
 	return vdso_syscall(VDSO_NR_getcpu, (long)cpu, (long)node, (long)unused);
 }
+#endif
 
 #endif /* VDSOGEN_CORE_H */

@@ -1,0 +1,265 @@
+/*
+ * vdsogen test harness: the image, mapped as the kernel maps a vDSO, and
+ * its exports resolved as a libc resolves them (DT_GNU_HASH and DT_HASH,
+ * versym, verdef name and vd_hash): the map, image, symbol.NAME,
+ * trampoline.NAME and syscall_numbers checks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+unsigned char *h_data;
+static unsigned char *h_text;		/* the image, right above the data pages */
+static size_t h_image_size;
+static struct h_image h_im;
+
+int map_image(const char *path)
+{
+	const size_t ps = VDSO_PAGE_SIZE;
+	size_t data_len = (size_t)VDSO_DATA_PAGES * ps, text_len, total;
+	unsigned char *res, *start, *end;
+	struct stat st;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		report_fail("map", "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || st.st_size <= 0) {
+		report_fail("map", "%s: empty or unreadable", path);
+		close(fd);
+		return -1;
+	}
+	h_image_size = (size_t)st.st_size;
+	text_len = (h_image_size + ps - 1) / ps * ps;
+	total = data_len + text_len;
+
+	/*
+	 * Reserve the whole area, aligned to the target's page size, with an
+	 * inaccessible guard page below the data pages: a read below them (a
+	 * negative clock id used as an index, say) faults instead of finding
+	 * whatever happens to be mapped there.
+	 */
+	res = mmap(NULL, total + 2 * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (res == MAP_FAILED) {
+		report_fail("map", "reserving %zu bytes: %s", total + 2 * ps, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	start = (unsigned char *)(((uintptr_t)res + ps - 1) & ~(uintptr_t)(ps - 1)) + ps;
+	end = start + total;
+	if (start - ps > res)
+		munmap(res, (size_t)(start - ps - res));
+	if (res + total + 2 * ps > end)
+		munmap(end, (size_t)(res + total + 2 * ps - end));
+
+	h_data = mmap(start, data_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (h_data == MAP_FAILED) {
+		report_fail("map", "data pages at %p: %s", (void *)start, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	h_text = mmap(start + data_len, text_len, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, 0);
+	close(fd);
+	if (h_text == MAP_FAILED) {
+		report_fail("map", "image at %p: %s", (void *)(start + data_len), strerror(errno));
+		return -1;
+	}
+	printf("# %s: %zu bytes at %p, %d data pages of %zu bytes at %p\n", path, h_image_size,
+	       (void *)h_text, VDSO_DATA_PAGES, ps, (void *)h_data);
+	report_ok("map");
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Resolving the exports                                               */
+
+void *h_fn[H_NIMPL];
+static uintptr_t h_addr[sizeof(h_symbols) / sizeof(h_symbols[0])];
+
+int check_image(void)
+{
+	char err[256];
+
+	if (h_image_parse(&h_im, h_text, h_image_size, H_ELF_CLASS, H_ELF_DATA, H_ELF_MACHINE,
+			  err, sizeof(err)) != 0) {
+		report_fail("image", "%s", err);
+		return -1;
+	}
+	if (!h_im.soname || strcmp(h_im.soname, H_SONAME) != 0) {
+		report_fail("image", "DT_SONAME %s, the spec says %s",
+			    h_im.soname ? h_im.soname : "missing", H_SONAME);
+		return 0;
+	}
+	report_ok("image");
+	return 0;
+}
+
+static const char *type_name(unsigned int t)
+{
+	switch (t) {
+	case STT_NOTYPE: return "NOTYPE";
+	case STT_OBJECT: return "OBJECT";
+	case STT_FUNC: return "FUNC";
+	case STT_SECTION: return "SECTION";
+	case STT_GNU_IFUNC: return "IFUNC";
+	default: return "?";
+	}
+}
+
+static const char *bind_name(unsigned int b)
+{
+	switch (b) {
+	case STB_LOCAL: return "LOCAL";
+	case STB_GLOBAL: return "GLOBAL";
+	case STB_WEAK: return "WEAK";
+	default: return "?";
+	}
+}
+
+static long symbol_index(const char *name)
+{
+	long i;
+
+	for (i = 0; h_symbols[i].name; i++)
+		if (strcmp(h_symbols[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static void check_symbol(long i)
+{
+	const struct h_symbol *s = &h_symbols[i];
+	const ElfW(Sym) *sym;
+	const char *vname;
+	uint32_t vhash;
+	unsigned int vflags, type, bind;
+	int hidden;
+	long g, h, p;
+	char err[256];
+	struct chk k;
+
+	chk_start(&k, "symbol.%s", s->name);
+	g = h_lookup_gnu(&h_im, s->name, s->version);
+	h = h_lookup_sysv(&h_im, s->name, s->version);
+	if (g < 0)
+		chk_fail(&k, "not found through DT_GNU_HASH");
+	if (h < 0)
+		chk_fail(&k, "not found through DT_HASH");
+	if (g >= 0 && h >= 0 && g != h)
+		chk_fail(&k, "DT_GNU_HASH finds symbol %ld, DT_HASH symbol %ld", g, h);
+	if (g < 0 && h < 0) {
+		chk_end(&k);
+		return;
+	}
+	if (g < 0)
+		g = h;
+	sym = &h_im.symtab[g];
+	type = ELF64_ST_TYPE(sym->st_info);
+	bind = ELF64_ST_BIND(sym->st_info);
+	if (s->kind == H_KIND_TRAMPOLINE ? type != STT_FUNC && type != STT_NOTYPE : type != STT_FUNC)
+		chk_fail(&k, "type %s, want FUNC", type_name(type));
+	if (bind != (s->weak ? STB_WEAK : STB_GLOBAL))
+		chk_fail(&k, "binding %s, want %s", bind_name(bind), s->weak ? "WEAK" : "GLOBAL");
+	if (sym->st_shndx == SHN_UNDEF || sym->st_shndx == SHN_ABS)
+		chk_fail(&k, "st_shndx %u: not defined in a section", sym->st_shndx);
+	if (sym->st_value < h_im.exec_lo || sym->st_value >= h_im.exec_hi ||
+	    sym->st_size > h_im.exec_hi - sym->st_value)
+		chk_fail(&k, "value %#llx size %llu outside the executable PT_LOAD [%#llx, %#llx)",
+			 (unsigned long long)sym->st_value, (unsigned long long)sym->st_size,
+			 (unsigned long long)h_im.exec_lo, (unsigned long long)h_im.exec_hi);
+	if (h_symbol_version(&h_im, g, &vname, &vhash, &vflags, &hidden, err, sizeof(err)) != 0) {
+		chk_fail(&k, "%s", err);
+	} else {
+		if (strcmp(vname, s->version) != 0)
+			chk_fail(&k, "version %s, want %s", vname, s->version);
+		if (vhash != h_elf_hash(vname))
+			chk_fail(&k, "verdef %s has vd_hash %#x, the ELF hash of the name is %#x",
+				 vname, vhash, h_elf_hash(vname));
+		if (vflags & VER_FLG_BASE)
+			chk_fail(&k, "version %s is the base definition", vname);
+		if (hidden)
+			chk_fail(&k, "hidden version (%s rather than %s@@%s)", s->name, s->name, vname);
+	}
+	if (s->kind == H_KIND_ALIAS) {
+		p = symbol_index(s->primary);
+		if (p >= 0 && h_addr[p] && h_addr[p] != (uintptr_t)h_text + sym->st_value)
+			chk_fail(&k, "value %#llx differs from %s's %#llx", (unsigned long long)sym->st_value,
+				 s->primary, (unsigned long long)(h_addr[p] - (uintptr_t)h_text));
+	}
+	h_addr[i] = (uintptr_t)h_text + sym->st_value;
+	if (s->kind == H_KIND_EXPORT && !h_fn[s->impl])
+		h_fn[s->impl] = (void *)h_addr[i];
+	chk_end(&k);
+}
+
+void check_symbols(void)
+{
+	long i;
+
+	for (i = 0; h_symbols[i].name; i++)
+		check_symbol(i);
+}
+
+void check_trampolines(void)
+{
+	long i;
+
+	for (i = 0; h_symbols[i].name; i++) {
+		const struct h_symbol *s = &h_symbols[i];
+		const struct h_trampoline *t;
+		uint64_t off, lead_off;
+		uint32_t w;
+		size_t n;
+		struct chk k;
+
+		if (s->kind != H_KIND_TRAMPOLINE)
+			continue;
+		t = &h_trampolines[s->trampoline];
+		chk_start(&k, "trampoline.%s", t->name);
+		if (!h_addr[i]) {
+			chk_fail(&k, "not resolved");
+			chk_end(&k);
+			continue;
+		}
+		off = h_addr[i] - (uintptr_t)h_text;
+		lead_off = off - 4 * t->nlead;
+		if (off < 4 * t->nlead || off + 4 * t->nwords > h_image_size) {
+			chk_fail(&k, "the words around %#llx leave the image", (unsigned long long)off);
+			chk_end(&k);
+			continue;
+		}
+		for (n = 0; n < t->nwords; n++) {
+			memcpy(&w, h_text + off + 4 * n, 4);
+			if (w != t->words[n])
+				chk_fail(&k, "word %zu at the symbol is %#010x, want %#010x", n, w, t->words[n]);
+		}
+		for (n = 0; n < t->nlead; n++) {
+			memcpy(&w, h_text + lead_off + 4 * n, 4);
+			if (w != t->lead[n])
+				chk_fail(&k, "word %zu before the symbol is %#010x, want %#010x",
+					 t->nlead - n, w, t->lead[n]);
+		}
+		chk_end(&k);
+	}
+}
+
+void check_syscall_numbers(void)
+{
+	const struct h_sysnr *s;
+	struct chk k;
+
+	chk_start(&k, "syscall_numbers");
+	for (s = h_sysnrs; s->name; s++)
+		if (s->libc >= 0 && s->libc != s->spec)
+			chk_fail(&k, "%s is %ld in the spec, %ld in the C library's headers",
+				 s->name, s->spec, s->libc);
+	chk_end(&k);
+}

@@ -1,0 +1,222 @@
+/*
+ * vdsogen test harness: what its files share.
+ *
+ *   report.c	one line per check, crashes and hangs, groups, CPU pinning
+ *   image.c	the image mapped as the kernel maps it; symbols, trampolines
+ *   timekeeper.c	time arithmetic, the counter's calibration, the timekeeper
+ *   expect.c	check bodies the groups share
+ *   checks-clock.c	clock_gettime, clock_getres, gettimeofday, time, getcpu
+ *   checks-modes.c	clock modes, max_cycles, the time namespace
+ *   seqcount.c	a writer rewriting the page while readers run
+ *   main.c	the order of the groups, the arch checks, --bench
+ *
+ * plus elf.c (harness.h) and, for targets with functions an arch fragment
+ * implements, their checks rendered from arch/ARCH/harness-check-NAME.c.j2.
+ *
+ * The checks of a function are compiled where harness_target.h says the
+ * target exports it (H_HAS_<NAME>), and run where its symbol resolved
+ * (h_fn[IMPL_<NAME>]).
+ */
+#ifndef VDSOGEN_HARNESS_INTERNAL_H
+#define VDSOGEN_HARNESS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness_target.h"
+
+#define NSEC_PER_SEC		1000000000LL
+#define SENTINEL		0xa5
+#define CLOCKMODE_NONE		0
+#define CLOCKMODE_TIMENS	0x7fffffff
+
+#ifdef VDSO_NR_clock_gettime
+#define NR_CLOCK_GETTIME	VDSO_NR_clock_gettime
+#else
+#define NR_CLOCK_GETTIME	SYS_clock_gettime
+#endif
+#ifdef VDSO_NR_clock_getres
+#define NR_CLOCK_GETRES		VDSO_NR_clock_getres
+#else
+#define NR_CLOCK_GETRES		SYS_clock_getres
+#endif
+#ifdef VDSO_NR_getcpu
+#define NR_GETCPU		VDSO_NR_getcpu
+#else
+#define NR_GETCPU		SYS_getcpu
+#endif
+
+/* A call's result as the target's convention shows it, for messages. */
+#define RET(r)		h_ret_str((r), (char[64]){ 0 }, 64)
+
+/* ------------------------------------------------------------------ */
+/* report.c                                                            */
+
+struct chk {
+	char	name[160];
+	char	why[768];
+	unsigned long failures;
+};
+
+void chk_start(struct chk *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Record a failure; the first one is the one reported. */
+void chk_fail(struct chk *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void chk_end(struct chk *k);
+void report_ok(const char *name);
+void report_fail(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int finish(void);
+
+void setup_signals(void);
+/* Run one group; a crash in the image fails the check it was in and ends the group. */
+void group(const char *name, void (*fn)(void));
+
+extern int h_other_cpu;		/* another CPU, for writer threads (or the same one) */
+void pin_to(int cpu);
+void pin_cpus(void);
+
+/* ------------------------------------------------------------------ */
+/* image.c                                                             */
+
+extern unsigned char *h_data;		/* first data page */
+
+#define H_PAGE(n)	(h_data + (size_t)(n) * VDSO_PAGE_SIZE)
+
+static inline vdso_time_data_t *page_time(void)
+{
+	return (vdso_time_data_t *)H_PAGE(VDSO_PAGE_TIME);
+}
+
+#if VDSO_HAS_TIMENS
+/* Where the real time data sits while page_time() is a namespace page. */
+static inline vdso_time_data_t *page_real_in_ns(void)
+{
+	return (vdso_time_data_t *)((unsigned char *)page_time() + VDSO_TIMENS_REAL_OFFSET);
+}
+#endif
+
+int map_image(const char *path);
+int check_image(void);
+/* One check per symbol; resolves h_fn[]. */
+void check_symbols(void);
+void check_trampolines(void);
+void check_syscall_numbers(void);
+
+/* ------------------------------------------------------------------ */
+/* timekeeper.c                                                        */
+
+/* A point in time, normalised: 0 <= nsec < 10^9. */
+struct hts {
+	int64_t	sec;
+	int64_t	nsec;
+};
+
+enum { CLS_HRES, CLS_COARSE, CLS_RAW };
+
+enum {
+	C_REALTIME = 0, C_MONOTONIC = 1, C_PROCESS_CPUTIME_ID = 2, C_MONOTONIC_RAW = 4,
+	C_REALTIME_COARSE = 5, C_MONOTONIC_COARSE = 6, C_BOOTTIME = 7, C_BOOTTIME_ALARM = 9,
+	C_TAI = 11,
+};
+
+struct clk {
+	int		id;
+	const char	*name;
+	int		cls;
+};
+
+/* The clocks the data page serves. */
+static const struct clk h_clocks[] = {
+	{ C_REALTIME, "REALTIME", CLS_HRES },
+	{ C_MONOTONIC, "MONOTONIC", CLS_HRES },
+	{ C_MONOTONIC_RAW, "MONOTONIC_RAW", CLS_RAW },
+	{ C_BOOTTIME, "BOOTTIME", CLS_HRES },
+	{ C_TAI, "TAI", CLS_HRES },
+	{ C_REALTIME_COARSE, "REALTIME_COARSE", CLS_COARSE },
+	{ C_MONOTONIC_COARSE, "MONOTONIC_COARSE", CLS_COARSE },
+};
+#define NCLOCKS	(sizeof(h_clocks) / sizeof(h_clocks[0]))
+
+const struct clk *clock_by_id(int id);
+struct hts hts_add(struct hts a, struct hts b);
+int hts_cmp(struct hts a, struct hts b);
+const char *hts_str(struct hts t, char *buf, size_t n);
+#define TS(t)	hts_str((t), (char[48]){ 0 }, 48)
+int64_t elapsed_ns(struct hts a, struct hts b);
+
+struct tk_base {
+	uint64_t	sec;
+	uint64_t	nsec;	/* shifted for counter clocks, plain for coarse ones */
+};
+
+/* How counter cycles become nanoseconds, per record: [0] hres/coarse, [1] raw. */
+struct rate {
+	uint32_t	mult[2], shift[2];
+};
+
+struct tk {
+	int32_t		mode;
+	uint64_t	cycle_last;
+	uint64_t	mask;
+	uint32_t	mult[2], shift[2];	/* [0] hres/coarse record, [1] raw record */
+	uint64_t	max_cycles[2];		/* written only where the layout has the field */
+	struct tk_base	base[2][H_NBASES];
+	uint32_t	hrtimer_res;
+	int32_t		tz_minuteswest, tz_dsttime;
+};
+
+extern uint64_t h_hz;			/* the counter's calibrated rate */
+
+/* The raw clock_gettime or clock_getres syscall: 0 or -errno. */
+int sys_clock(long nr, int clk, struct vdso_timespec *ts);
+int sys_gettime(int clk, struct hts *t);
+void sleep_ns(long ns);
+void spin(unsigned int n);
+/* A rate for @secs seconds of counting (the raw record's differs). */
+void pick_rate(uint64_t hz, uint64_t secs, struct rate *r);
+/* The "counter" check: measure the counter's rate; 0, or -1 when it is unusable. */
+int calibrate(void);
+/* What the timekeeper says clock clk reads at counter value cycles. */
+struct hts tk_expect(const struct tk *tk, int clk, uint64_t cycles);
+/* Writer protocol, both records together: seq odd, barrier, write, barrier, seq even. */
+void tk_begin(vdso_time_data_t *td);
+void tk_store(vdso_time_data_t *td, const struct tk *tk);
+void tk_end(vdso_time_data_t *td);
+void tk_publish(vdso_time_data_t *td, const struct tk *tk);
+/* Garbage in every base, as a half-done update would leave them. */
+void tk_scribble(vdso_time_data_t *td, unsigned long n);
+/* Fresh pages for a group: zeroes, then one complete update (at @rate, or the calibrated one). */
+void tk_fresh_at(struct tk *tk, int32_t mode, const struct rate *rate);
+void tk_fresh(struct tk *tk, int32_t mode);
+
+/* ------------------------------------------------------------------ */
+/* expect.c                                                            */
+
+void expect_in(struct chk *k, struct hts got, struct hts lo, struct hts hi);
+/* The call failed with errno e and left the SENTINEL-filled buffer ts alone. */
+void expect_error(struct chk *k, struct h_ret r, int e, const struct vdso_timespec *ts);
+void expect_clock(struct chk *k, const struct tk *tk, int clk, const struct hts *off);
+void expect_syscall_clock(struct chk *k, int clk);
+void expect_as_syscall_gettime(struct chk *k, int clk);
+void expect_as_syscall_getres(struct chk *k, int clk);
+void expect_gettimeofday(struct chk *k, const struct tk *tk, const vdso_time_data_t *tzpage);
+void expect_time(struct chk *k, long want);
+void expect_time_syscall(struct chk *k);
+
+/* ------------------------------------------------------------------ */
+/* The groups: checks-clock.c, checks-modes.c, seqcount.c               */
+
+void grp_clock_gettime(void);
+void grp_clock_gettime_ids(void);
+void grp_clock_getres(void);
+void grp_clock_getres_ids(void);
+void grp_gettimeofday(void);
+void grp_time(void);
+void grp_getcpu(void);
+void grp_clock_modes(void);
+void grp_max_cycles(void);
+void grp_timens(void);
+void grp_seqcount(void);
+/* Stop a writer or finisher thread, if one runs (after a crash, say). */
+void thread_stop(void);
+
+#endif /* VDSOGEN_HARNESS_INTERNAL_H */

@@ -1,0 +1,160 @@
+/*
+ * vdsogen test harness: runs a vDSO image the way a process sees it.
+ *
+ *   harness [--bench] IMAGE
+ *
+ * Maps IMAGE as the kernel does (the data pages, then the file right above
+ * them), resolves every export through the image's own hash tables and
+ * version definitions, then plays the kernel's timekeeper on the data pages
+ * and checks what each entry point answers, one line per check (report.c).
+ * The exit status is 0 only when nothing failed.
+ *
+ * Everything target-specific comes from harness_target.h (generated from
+ * the spec), datapage.h, vdso_arch.h and vdso_types.h (the vDSO's own
+ * headers), and the arch checks rendered beside them.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+/*
+ * The functions an arch fragment implements have their checks beside it
+ * (arch/ARCH/harness-check-NAME.c.j2); harness_target.h lists those the
+ * target exports.  Each returns at once when its symbol did not resolve.
+ */
+static void grp_arch(void)
+{
+	static void (*const checks[])(void) = { H_ARCH_CHECKS NULL };
+	struct tk tk;
+	size_t i;
+
+	tk_fresh(&tk, h_counter_modes[0]);
+	for (i = 0; checks[i]; i++)
+		checks[i]();
+}
+
+/* ------------------------------------------------------------------ */
+/* Benchmark (--bench): numbers for people, never a check.             */
+
+#ifdef H_HAS_CLOCK_GETTIME
+#define BENCH_CALLS	200000
+
+/* Mean nanoseconds per clock_gettime(clk), through the vDSO or the raw syscall. */
+static double bench_ns(int clk, int via_vdso)
+{
+	struct vdso_timespec ts;
+	struct hts t0, t1, raw;
+	long i;
+
+	sys_gettime(C_MONOTONIC, &t0);
+	for (i = 0; i < BENCH_CALLS; i++) {
+		if (via_vdso)
+			v_clock_gettime(clk, &ts);
+		else
+			sys_gettime(clk, &raw);
+	}
+	sys_gettime(C_MONOTONIC, &t1);
+	return ((double)(t1.sec - t0.sec) * 1e9 + (double)(t1.nsec - t0.nsec)) / BENCH_CALLS;
+}
+#endif
+
+static int bench(void)
+{
+#ifdef H_HAS_CLOCK_GETTIME
+	static const int clocks[] = { C_MONOTONIC, C_REALTIME, C_MONOTONIC_RAW, C_MONOTONIC_COARSE };
+	static const char *const names[] = { "MONOTONIC", "REALTIME", "MONOTONIC_RAW", "MONOTONIC_COARSE" };
+	struct tk tk;
+	size_t i;
+
+	if (h_fn[IMPL_CLOCK_GETTIME]) {
+		tk_fresh(&tk, h_counter_modes[0]);
+		for (i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++)
+			printf("bench clock_gettime(%s): vdso %.1f ns/call, syscall %.1f ns/call\n",
+			       names[i], bench_ns(clocks[i], 1), bench_ns(clocks[i], 0));
+		return 0;
+	}
+#endif
+	printf("# %s exports no clock_gettime\n", H_TARGET);
+	return 0;
+}
+
+/* Functions whose symbol did not resolve: their checks do not run. */
+static void note_unresolved(void)
+{
+	int n;
+
+	for (n = 0; n < H_NIMPL; n++)
+		if (!h_fn[n])
+			printf("# %s did not resolve: its checks do not run\n", h_impl_names[n]);
+}
+
+int main(int argc, char **argv)
+{
+	int benchmark = argc == 3 && strcmp(argv[1], "--bench") == 0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc != 2 && !benchmark) {
+		fprintf(stderr, "usage: %s [--bench] IMAGE\n", argv[0]);
+		return 2;
+	}
+	printf("# vdsogen harness for %s (%s)\n", H_TARGET, H_SPEC);
+	if (benchmark) {
+		pin_cpus();
+		if (map_image(argv[2]) != 0 || check_image() != 0)
+			return 1;
+		check_symbols();
+		if (calibrate() != 0)
+			return 1;
+		return bench();
+	}
+	setup_signals();
+	pin_cpus();
+	if (map_image(argv[1]) != 0 || check_image() != 0)
+		return finish();
+	check_symbols();
+	note_unresolved();
+	check_trampolines();
+	check_syscall_numbers();
+	if (calibrate() != 0)
+		return finish();
+
+#ifdef H_HAS_CLOCK_GETTIME
+	if (h_fn[IMPL_CLOCK_GETTIME]) {
+		group("clock_gettime", grp_clock_gettime);
+		group("clock_gettime ids", grp_clock_gettime_ids);
+	}
+#endif
+#ifdef H_HAS_CLOCK_GETRES
+	if (h_fn[IMPL_CLOCK_GETRES]) {
+		group("clock_getres", grp_clock_getres);
+		group("clock_getres ids", grp_clock_getres_ids);
+	}
+#endif
+#ifdef H_HAS_GETTIMEOFDAY
+	if (h_fn[IMPL_GETTIMEOFDAY])
+		group("gettimeofday", grp_gettimeofday);
+#endif
+#ifdef H_HAS_TIME
+	if (h_fn[IMPL_TIME])
+		group("time", grp_time);
+#endif
+#ifdef H_HAS_GETCPU
+	if (h_fn[IMPL_GETCPU])
+		group("getcpu", grp_getcpu);
+#endif
+#ifdef H_HAS_CLOCK_GETTIME
+	if (h_fn[IMPL_CLOCK_GETTIME]) {
+		group("clock_mode", grp_clock_modes);
+#if VDSO_HAS_MAX_CYCLES
+		group("max_cycles", grp_max_cycles);
+#endif
+#if VDSO_HAS_TIMENS
+		group("timens", grp_timens);
+#endif
+		group("seqcount", grp_seqcount);
+	}
+#endif
+	group("arch", grp_arch);
+	return finish();
+}

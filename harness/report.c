@@ -1,0 +1,214 @@
+/*
+ * vdsogen test harness: one line per check, and a crash or a hang in the
+ * image ends one group, not the run.
+ *
+ * Each check prints "ok NAME" or "FAIL NAME: detail"; lines starting with
+ * "# " are information; the last line is "N passed, N failed".
+ */
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define GROUP_TIMEOUT		30	/* seconds before the watchdog gives up on a group */
+
+/* ------------------------------------------------------------------ */
+/* Reporting                                                           */
+
+static unsigned int n_pass, n_fail;
+static char h_current[160];		/* the check in progress, for crash reports */
+
+void chk_start(struct chk *k, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(k->name, sizeof(k->name), fmt, ap);
+	va_end(ap);
+	k->why[0] = 0;
+	k->failures = 0;
+	memcpy(h_current, k->name, sizeof(h_current));
+}
+
+void chk_fail(struct chk *k, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (k->failures++ == 0) {
+		va_start(ap, fmt);
+		vsnprintf(k->why, sizeof(k->why), fmt, ap);
+		va_end(ap);
+	}
+}
+
+void chk_end(struct chk *k)
+{
+	if (k->failures) {
+		printf("FAIL %s: %s\n", k->name, k->why);
+		n_fail++;
+	} else {
+		printf("ok %s\n", k->name);
+		n_pass++;
+	}
+	h_current[0] = 0;
+}
+
+void report_ok(const char *name)
+{
+	printf("ok %s\n", name);
+	n_pass++;
+}
+
+void report_fail(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("FAIL %s: ", name);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	n_fail++;
+}
+
+int finish(void)
+{
+	printf("%u passed, %u failed\n", n_pass, n_fail);
+	fflush(stdout);
+	return n_fail ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Crashes and hangs in the image end one group, not the run           */
+
+static __thread sigjmp_buf *h_jmp;
+static volatile sig_atomic_t h_signo;
+static void *volatile h_fault_addr;
+static const char *volatile h_group;
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	char msg[256];
+	int n;
+
+	(void)uc;
+	if (h_jmp) {
+		h_signo = sig;
+		h_fault_addr = si->si_addr;
+		siglongjmp(*h_jmp, 1);
+	}
+	/* Not in a group's thread (a helper thread, or the harness itself): the run ends. */
+	n = snprintf(msg, sizeof(msg), "FAIL %s: killed by signal %d outside a check\n%u passed, %u failed\n",
+		     h_current[0] ? h_current : "harness", sig, n_pass, n_fail + 1);
+	if (n > 0 && write(STDOUT_FILENO, msg, (size_t)n) < 0)
+		_exit(3);
+	_exit(1);
+}
+
+static void on_alarm(int sig)
+{
+	char msg[256];
+	int n;
+
+	(void)sig;
+	n = snprintf(msg, sizeof(msg), "FAIL %s: no answer within %d s (a hang in the image?)\n"
+		     "%u passed, %u failed\n", h_current[0] ? h_current : h_group ? h_group : "harness",
+		     GROUP_TIMEOUT, n_pass, n_fail + 1);
+	if (n > 0 && write(STDOUT_FILENO, msg, (size_t)n) < 0)
+		_exit(3);
+	_exit(1);
+}
+
+void setup_signals(void)
+{
+	static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS };
+	static unsigned char altstack[65536] __attribute__((aligned(16)));
+	struct sigaction sa;
+	stack_t ss;
+	size_t i;
+
+	ss.ss_sp = altstack;
+	ss.ss_size = sizeof(altstack);
+	ss.ss_flags = 0;
+	sigaltstack(&ss, NULL);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_fault;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+}
+
+void group(const char *name, void (*fn)(void))
+{
+	sigjmp_buf jb;
+
+	h_group = name;
+	h_current[0] = 0;
+	alarm(GROUP_TIMEOUT);
+	if (sigsetjmp(jb, 1) == 0) {
+		h_jmp = &jb;
+		fn();
+	} else {
+		report_fail(h_current[0] ? h_current : name, "killed by signal %d (%s) at %p",
+			    (int)h_signo, strsignal(h_signo), h_fault_addr);
+		/* A finisher may still owe the page its second seq bump. */
+		thread_stop();
+	}
+	h_jmp = NULL;
+	alarm(0);
+	h_group = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* CPUs: keep the checks on one CPU so counter reads are comparable     */
+
+static int h_cpu = -1;
+int h_other_cpu = -1;
+
+void pin_to(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+void pin_cpus(void)
+{
+	cpu_set_t set;
+	int cpu;
+
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return;
+	h_cpu = sched_getcpu();
+	if (h_cpu < 0 || !CPU_ISSET(h_cpu, &set))
+		for (h_cpu = 0; h_cpu < CPU_SETSIZE && !CPU_ISSET(h_cpu, &set); h_cpu++)
+			;
+	if (h_cpu >= CPU_SETSIZE) {
+		h_cpu = -1;
+		return;
+	}
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (cpu != h_cpu && CPU_ISSET(cpu, &set)) {
+			h_other_cpu = cpu;
+			break;
+		}
+	if (h_other_cpu < 0)
+		h_other_cpu = h_cpu;
+	pin_to(h_cpu);
+}

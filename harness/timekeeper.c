@@ -1,0 +1,344 @@
+/*
+ * vdsogen test harness: the kernel's timekeeper, played on the data pages.
+ *
+ * The counter is calibrated against CLOCK_MONOTONIC_RAW; each group then
+ * starts from fresh pages with distinct bases far from real time, and the
+ * checks compare what an entry answers with what the formula gives at the
+ * counter values read just before and after the call.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* ------------------------------------------------------------------ */
+/* Time arithmetic                                                     */
+
+const struct clk *clock_by_id(int id)
+{
+	size_t i;
+
+	for (i = 0; i < NCLOCKS; i++)
+		if (h_clocks[i].id == id)
+			return &h_clocks[i];
+	return NULL;
+}
+
+static struct hts hts_make(int64_t sec, uint64_t ns)
+{
+	struct hts t = { sec + (int64_t)(ns / NSEC_PER_SEC), (int64_t)(ns % NSEC_PER_SEC) };
+
+	return t;
+}
+
+struct hts hts_add(struct hts a, struct hts b)
+{
+	struct hts t = { a.sec + b.sec, a.nsec + b.nsec };
+
+	if (t.nsec >= NSEC_PER_SEC) {
+		t.nsec -= NSEC_PER_SEC;
+		t.sec++;
+	}
+	return t;
+}
+
+int hts_cmp(struct hts a, struct hts b)
+{
+	if (a.sec != b.sec)
+		return a.sec < b.sec ? -1 : 1;
+	return a.nsec < b.nsec ? -1 : a.nsec > b.nsec;
+}
+
+const char *hts_str(struct hts t, char *buf, size_t n)
+{
+	snprintf(buf, n, "%lld.%09lld", (long long)t.sec, (long long)t.nsec);
+	return buf;
+}
+
+#define TS(t)	hts_str((t), (char[48]){ 0 }, 48)
+
+/* (delta * mult + base) >> shift, as the core computes it. */
+static uint64_t mul_shift(uint64_t delta, uint32_t mult, uint64_t base, uint32_t shift)
+{
+#ifdef __SIZEOF_INT128__
+	return (uint64_t)(((unsigned __int128)delta * mult + base) >> shift);
+#else
+	return (delta * mult + base) >> shift;
+#endif
+}
+
+/* ------------------------------------------------------------------ */
+/* The timekeeper                                                      */
+
+/*
+ * hrtimer_res as the timekeeper publishes it.  Linux says 1 ns with
+ * high-resolution timers; an odd value that no shortcut (a constant 1, the
+ * tick) produces by accident shows that the core really reads the page.
+ */
+#define TK_HRTIMER_RES		7
+
+uint64_t h_hz;
+static struct rate h_rate;		/* the calibrated rate every group starts from */
+
+int sys_clock(long nr, int clk, struct vdso_timespec *ts)
+{
+	return syscall(nr, (long)clk, ts) == 0 ? 0 : -errno;
+}
+
+int sys_gettime(int clk, struct hts *t)
+{
+	struct vdso_timespec ts;
+	int e;
+
+	t->sec = t->nsec = 0;
+	e = sys_clock(NR_CLOCK_GETTIME, clk, &ts);
+	if (e)
+		return e;
+	t->sec = ts.tv_sec;
+	t->nsec = ts.tv_nsec;
+	return 0;
+}
+
+void sleep_ns(long ns)
+{
+	struct timespec ts = { ns / NSEC_PER_SEC, ns % NSEC_PER_SEC };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+int64_t elapsed_ns(struct hts a, struct hts b)
+{
+	return (b.sec - a.sec) * NSEC_PER_SEC + (b.nsec - a.nsec);
+}
+
+void spin(unsigned int n)
+{
+	while (n--)
+		vdso_cpu_relax();
+}
+
+/*
+ * The largest shift whose mult still fits 32 bits and keeps delta * mult
+ * below 2^64 for @secs seconds of counting.
+ */
+static void pick_mult_shift(uint64_t hz, uint64_t secs, uint32_t *mult, uint32_t *shift)
+{
+	const uint64_t range = secs * hz;
+	uint64_t m, prod;
+	uint32_t s;
+
+	for (s = 32; s > 1; s--) {
+		m = (((uint64_t)NSEC_PER_SEC << s) + hz / 2) / hz;
+		if (m == 0 || m > UINT32_MAX || __builtin_mul_overflow(range, m, &prod))
+			continue;
+		break;
+	}
+	*mult = (uint32_t)m;
+	*shift = s;
+}
+
+/*
+ * A rate for @secs seconds of counting.  The raw clock gets a rate and a
+ * shift of its own, so a reader that mixes up the records is caught.
+ */
+void pick_rate(uint64_t hz, uint64_t secs, struct rate *r)
+{
+	pick_mult_shift(hz, secs, &r->mult[0], &r->shift[0]);
+	r->shift[1] = r->shift[0] - 1;
+	r->mult[1] = (r->mult[0] - r->mult[0] / 64) >> 1;
+	if (r->mult[1] == 0)
+		r->mult[1] = 1;
+}
+
+/* Measure the counter against CLOCK_MONOTONIC_RAW over ~15 ms. */
+int calibrate(void)
+{
+	struct hts t0, t1;
+	uint64_t c0, c1;
+	int64_t ns;
+	int e;
+	struct chk k;
+
+	chk_start(&k, "counter");
+	e = sys_gettime(C_MONOTONIC_RAW, &t0);
+	c0 = vdso_read_counter();
+	if (e != 0) {
+		chk_fail(&k, "clock_gettime(MONOTONIC_RAW) syscall (nr %ld) failed: %s",
+			 (long)NR_CLOCK_GETTIME, strerror(-e));
+		chk_end(&k);
+		return -1;
+	}
+	do {
+		sleep_ns(2000000);
+		c1 = vdso_read_counter();
+		sys_gettime(C_MONOTONIC_RAW, &t1);
+		ns = elapsed_ns(t0, t1);
+	} while (ns < 15000000);
+	if (c1 <= c0) {
+		chk_fail(&k, "the counter does not advance (%#llx, then %#llx %lld ns later)",
+			 (unsigned long long)c0, (unsigned long long)c1, (long long)ns);
+		chk_end(&k);
+		return -1;
+	}
+	h_hz = (uint64_t)((double)(c1 - c0) * 1e9 / (double)ns + 0.5);
+	if (h_hz < 1000) {
+		chk_fail(&k, "the counter runs at %llu Hz", (unsigned long long)h_hz);
+		chk_end(&k);
+		return -1;
+	}
+	pick_rate(h_hz, 600, &h_rate);
+	printf("# counter: %llu Hz; mult %u shift %u, raw mult %u shift %u\n", (unsigned long long)h_hz,
+	       h_rate.mult[0], h_rate.shift[0], h_rate.mult[1], h_rate.shift[1]);
+	chk_end(&k);
+	return 0;
+}
+
+static void tk_set(struct tk *tk, int rec, int clk, uint64_t sec, uint64_t ns, int shifted)
+{
+	uint32_t shift = tk->shift[rec];
+
+	tk->base[rec][clk].sec = sec;
+	/* Shifted nanoseconds carry a fraction, so a reader that drops it is caught. */
+	tk->base[rec][clk].nsec = shifted ? (ns << shift) + ((1ULL << shift) - 1) / 3 : ns;
+}
+
+/* A timekeeper state at @rate: distinct bases per clock, far from real time. */
+static void tk_init(struct tk *tk, int32_t mode, const struct rate *rate)
+{
+	int rec, i;
+
+	memset(tk, 0, sizeof(*tk));
+	tk->mode = mode;
+	tk->mask = ~0ULL;
+	for (rec = 0; rec < 2; rec++) {
+		tk->mult[rec] = rate->mult[rec];
+		tk->shift[rec] = rate->shift[rec];
+		/* The largest delta whose product with mult fits 64 bits, as Linux sets it. */
+		tk->max_cycles[rec] = UINT64_MAX / rate->mult[rec];
+	}
+	/* Slots no reader may use get values of their own. */
+	for (rec = 0; rec < 2; rec++)
+		for (i = 0; i < H_NBASES; i++) {
+			tk->base[rec][i].sec = 7000000 + 100 * rec + i;
+			tk->base[rec][i].nsec = 0;
+		}
+	tk_set(tk, 0, C_REALTIME, 1000000000, 123456789, 1);
+	tk_set(tk, 0, C_MONOTONIC, 2000000, 999999000, 1);	/* carries into the seconds soon */
+	tk_set(tk, 0, C_BOOTTIME, 3000000, 345678901, 1);
+	tk_set(tk, 0, C_TAI, 1000000037, 123456789, 1);
+	tk_set(tk, 0, C_REALTIME_COARSE, 1000000100, 567890123, 0);
+	tk_set(tk, 0, C_MONOTONIC_COARSE, 2000100, 678901234, 0);
+	tk_set(tk, 1, C_MONOTONIC_RAW, 5000000, 456789012, 1);
+	tk->hrtimer_res = TK_HRTIMER_RES;
+	tk->tz_minuteswest = -330;
+	tk->tz_dsttime = 1;
+	tk->cycle_last = vdso_read_counter();
+}
+
+static int clock_record(int clk)
+{
+	return clk == C_MONOTONIC_RAW;
+}
+
+struct hts tk_expect(const struct tk *tk, int clk, uint64_t cycles)
+{
+	const struct clk *c = clock_by_id(clk);
+	int rec = clock_record(clk);
+	const struct tk_base *b = &tk->base[rec][clk];
+	uint64_t delta;
+
+	if (c->cls == CLS_COARSE)
+		return hts_make((int64_t)b->sec, b->nsec);
+	delta = cycles - tk->cycle_last;
+	if (VDSO_COUNTER_CLAMP_BACKWARDS && cycles <= tk->cycle_last)
+		delta = 0;
+	if (VDSO_COUNTER_MASK)
+		delta &= tk->mask;
+	return hts_make((int64_t)b->sec, mul_shift(delta, tk->mult[rec], b->nsec, tk->shift[rec]));
+}
+
+/* Writer protocol, both records together: seq odd, barrier, write, barrier, seq even. */
+static void seq_bump(vdso_time_data_t *td)
+{
+	vdso_clock_t *vc = VDSO_CLOCKS(td);
+	int rec;
+
+	for (rec = 0; rec < 2; rec++)
+		__atomic_store_n(&vc[rec].seq, __atomic_load_n(&vc[rec].seq, __ATOMIC_RELAXED) + 1,
+				 __ATOMIC_RELAXED);
+}
+
+void tk_begin(vdso_time_data_t *td)
+{
+	seq_bump(td);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+void tk_end(vdso_time_data_t *td)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	seq_bump(td);
+}
+
+void tk_store(vdso_time_data_t *td, const struct tk *tk)
+{
+	vdso_clock_t *vc = VDSO_CLOCKS(td);
+	int rec, i;
+
+	for (rec = 0; rec < 2; rec++) {
+		vc[rec].clock_mode = tk->mode;
+		vc[rec].cycle_last = tk->cycle_last;
+		vc[rec].mask = tk->mask;
+		vc[rec].mult = tk->mult[rec];
+		vc[rec].shift = tk->shift[rec];
+#if VDSO_HAS_MAX_CYCLES
+		vc[rec].max_cycles = tk->max_cycles[rec];
+#endif
+		for (i = 0; i < H_NBASES; i++) {
+			vc[rec].basetime[i].sec = tk->base[rec][i].sec;
+			vc[rec].basetime[i].nsec = tk->base[rec][i].nsec;
+		}
+	}
+	VDSO_HRTIMER_RES(td) = tk->hrtimer_res;
+	VDSO_TZ_MINUTESWEST(td) = tk->tz_minuteswest;
+	VDSO_TZ_DSTTIME(td) = tk->tz_dsttime;
+}
+
+void tk_publish(vdso_time_data_t *td, const struct tk *tk)
+{
+	tk_begin(td);
+	tk_store(td, tk);
+	tk_end(td);
+}
+
+void tk_scribble(vdso_time_data_t *td, unsigned long n)
+{
+	vdso_clock_t *vc = VDSO_CLOCKS(td);
+	int rec, i;
+
+	for (rec = 0; rec < 2; rec++)
+		for (i = 0; i < H_NBASES; i++) {
+			vc[rec].basetime[i].sec = 0xbad0 + (n & 0xff);
+			vc[rec].basetime[i].nsec = 0;
+		}
+}
+
+void tk_fresh_at(struct tk *tk, int32_t mode, const struct rate *rate)
+{
+	memset(h_data, 0, (size_t)VDSO_DATA_PAGES * VDSO_PAGE_SIZE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	tk_init(tk, mode, rate);
+	tk_publish(page_time(), tk);
+#ifdef HARNESS_HAVE_ARCH_DATA
+	harness_arch_fill(H_PAGE(VDSO_PAGE_ARCH), h_hz);
+#endif
+}
+
+void tk_fresh(struct tk *tk, int32_t mode)
+{
+	tk_fresh_at(tk, mode, &h_rate);
+}
