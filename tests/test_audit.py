@@ -14,7 +14,8 @@ import corpus as corpus_images
 from elfmut import Mutant
 from vdsogen.audit import rules
 from vdsogen.spec import abi
-from vdsogen.audit.run import SCHEMA_VERSION, audit_live, audit_path, live_bytes
+from vdsogen.audit.report import SCHEMA_VERSION
+from vdsogen.audit.run import audit_live, audit_path, live_bytes
 from vdsogen.elf.consts import STB_LOCAL
 from vdsogen.elf.reader import ElfImage
 
@@ -268,16 +269,23 @@ def test_check_json_reports_an_unusable_image(not_files, tmp_path):
         proc = vdsogen("check", "--arch=x86_64", "--format=json", str(path))
         assert proc.returncode == 2 and str(path) in proc.stderr
         doc = json.loads(proc.stdout)
-        assert doc["file"] == str(path) and doc["status"] == "unusable" and doc["findings"] == []
-        assert set(doc["error"]) == {"message", "offset"} and doc["error"]["message"]
+        assert doc["exit_code"] == 2 and len(doc["images"]) == 1
+        image = doc["images"][0]
+        assert image["file"] == str(path) and image["status"] == "unusable" and image["findings"] == []
+        assert set(image["error"]) == {"message", "offset"} and image["error"]["message"]
     audit = json.loads(vdsogen("audit", "--format=json", str(junk)).stdout)["images"][0]
-    assert doc["error"] == audit["error"]
+    assert image == audit
 
 
 def test_check_json_status_of_a_readable_image(built):
+    """The document `audit` prints, with status "checked" and the spec's ABI."""
     _t, so, _dbg = built("x86_64")
     doc = json.loads(vdsogen("check", "--arch=x86_64", "--format=json", str(so)).stdout)
-    assert doc["status"] == "checked" and doc["error"] is None and doc["errors"] == 0
+    image, = doc["images"]
+    assert doc["schema_version"] == SCHEMA_VERSION and doc["exit_code"] == 0
+    assert image["status"] == "checked" and image["error"] is None and image["counts"]["error"] == 0
+    assert image["abi"]["name"] == "x86_64" and image["abi"]["source"] == "spec x86_64"
+    assert {c["consumer"] for c in image["consumers"]} == {"glibc", "musl", "go", "sysv"}
 
 
 def test_live_bytes_are_an_elf_image():

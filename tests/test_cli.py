@@ -137,5 +137,5 @@ def test_check_json(built):
     import json
     _, so, _ = built("x86_64")
     proc = vdsogen("check", "--arch=arm64", "--format=json", str(so))
-    doc = json.loads(proc.stdout)
-    assert doc["errors"] > 0 and {"rule", "severity", "where", "message"} <= set(doc["findings"][0])
+    image, = json.loads(proc.stdout)["images"]
+    assert image["counts"]["error"] > 0 and {"rule", "severity", "where", "message"} <= set(image["findings"][0])

@@ -18,8 +18,8 @@ def _targets(text):
 
 
 def cmd_list(args):
-    for name in list_targets():
-        t = load_target(name)
+    for name in list_targets(args.specs):
+        t = load_target(name, args.specs)
         print(f"{name:<10} {t.soname:<18} {', '.join(t.versions):<14} {t.description}")
     return 0
 
@@ -30,7 +30,7 @@ def cmd_build(args):
     from vdsogen.gen.render import sources
 
     # Every spec is loaded and rendered before anything is written.
-    targets = [load_target(n) for n in args.arch]
+    targets = [load_target(n, args.specs) for n in args.arch]
     rendered = [(t, sources(t)) for t in targets]
     out = Path(args.out)
     for t, files in rendered:
@@ -42,7 +42,7 @@ def cmd_build(args):
 def cmd_check(args):
     from vdsogen.audit.check import check_file
 
-    return check_file(load_target(args.arch), args.file, fmt=args.format)
+    return check_file(load_target(args.arch, args.specs), args.file, fmt=args.format)
 
 
 def cmd_audit(args):
@@ -82,7 +82,7 @@ def cmd_rules(args):
 def cmd_test(args):
     from vdsogen.harness.driver import run_tests
 
-    return run_tests(load_target(args.arch), args.image, workdir=args.workdir, bench=args.bench)
+    return run_tests(load_target(args.arch, args.specs), args.image, workdir=args.workdir, bench=args.bench)
 
 
 def _profiles():
@@ -98,23 +98,32 @@ def _abi_names():
         return []
 
 
+def _specs_option(s):
+    s.add_argument("--specs", metavar="DIR",
+                   help="a directory of target specs (T.toml), with layouts/ and arch/ARCH/ fragments that "
+                        "override or add to vdsogen's own")
+
+
 def parser():
     p = argparse.ArgumentParser(prog="vdsogen", description="Generate, validate and test Linux vDSO images.")
     p.add_argument("--version", action="version", version=f"vdsogen {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    s = sub.add_parser("list", help="list the targets in specs/")
+    s = sub.add_parser("list", help="list the targets in specs/ (or in --specs=DIR)")
+    _specs_option(s)
     s.set_defaults(func=cmd_list)
 
     s = sub.add_parser("build", help="build vDSO images")
     s.add_argument("--arch", required=True, type=_targets, metavar="T[,T...]")
     s.add_argument("--out", required=True, metavar="DIR")
+    _specs_option(s)
     s.set_defaults(func=cmd_build)
 
     s = sub.add_parser("check", help="validate an image against its target spec")
     s.add_argument("--arch", required=True, metavar="T")
     s.add_argument("--format", choices=("text", "json"), default="text")
     s.add_argument("file", metavar="FILE")
+    _specs_option(s)
     s.set_defaults(func=cmd_check)
 
     s = sub.add_parser("audit", help="judge any vDSO image for glibc, musl, Go and other consumers",
@@ -141,6 +150,7 @@ def parser():
     s.add_argument("--workdir", metavar="DIR", help="where to build (default: a temporary directory)")
     s.add_argument("--bench", action="store_true",
                    help="time clock_gettime through the image and through the syscall instead of checking")
+    _specs_option(s)
     s.set_defaults(func=cmd_test)
     return p
 
