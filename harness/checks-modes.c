@@ -127,7 +127,7 @@ static void max_cycles_overflow(void)
 	tk_fresh_at(&tk, h_counter_modes[0], &wide);
 	back = tk.max_cycles[0] > tk.max_cycles[1] ? tk.max_cycles[0] : tk.max_cycles[1];
 	back += back / 4;
-	now = vdso_read_counter();
+	now = vdso_read_counter(tk.mode);
 	if (now <= back) {
 		chk_fail(&k, "the counter reads %llu: too little to start %llu cycles back",
 			 (unsigned long long)now, (unsigned long long)back);

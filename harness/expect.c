@@ -42,9 +42,9 @@ void expect_clock(struct chk *k, const struct tk *tk, int clk, const struct hts 
 	struct h_ret r;
 
 	memset(&ts, SENTINEL, sizeof(ts));
-	c0 = vdso_read_counter();
+	c0 = vdso_read_counter(tk->mode);
 	r = v_clock_gettime(clk, &ts);
-	c1 = vdso_read_counter();
+	c1 = vdso_read_counter(tk->mode);
 	if (!h_ret_ok(r)) {
 		chk_fail(k, "returned %s", RET(r));
 		return;
@@ -152,9 +152,9 @@ void expect_gettimeofday(struct chk *k, const struct tk *tk, const vdso_time_dat
 
 	memset(&tv, SENTINEL, sizeof(tv));
 	memset(&tz, SENTINEL, sizeof(tz));
-	c0 = vdso_read_counter();
+	c0 = vdso_read_counter(tk->mode);
 	r = v_gettimeofday(&tv, tzpage ? &tz : NULL);
-	c1 = vdso_read_counter();
+	c1 = vdso_read_counter(tk->mode);
 	if (!h_ret_ok(r)) {
 		chk_fail(k, "returned %s", RET(r));
 		return;

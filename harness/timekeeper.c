@@ -165,7 +165,7 @@ int calibrate(void)
 
 	chk_start(&k, "counter");
 	e = sys_gettime(C_MONOTONIC_RAW, &t0);
-	c0 = vdso_read_counter();
+	c0 = vdso_read_counter(h_counter_modes[0]);
 	if (e != 0) {
 		chk_fail(&k, "clock_gettime(MONOTONIC_RAW) syscall (nr %ld) failed: %s",
 			 (long)NR_CLOCK_GETTIME, strerror(-e));
@@ -174,7 +174,7 @@ int calibrate(void)
 	}
 	do {
 		sleep_ns(2000000);
-		c1 = vdso_read_counter();
+		c1 = vdso_read_counter(h_counter_modes[0]);
 		sys_gettime(C_MONOTONIC_RAW, &t1);
 		ns = elapsed_ns(t0, t1);
 	} while (ns < 15000000);
@@ -236,7 +236,7 @@ static void tk_init(struct tk *tk, int32_t mode, const struct rate *rate)
 	tk->hrtimer_res = TK_HRTIMER_RES;
 	tk->tz_minuteswest = -330;
 	tk->tz_dsttime = 1;
-	tk->cycle_last = vdso_read_counter();
+	tk->cycle_last = vdso_read_counter(mode);
 }
 
 static int clock_record(int clk)

@@ -5,9 +5,13 @@
  * headers: vdso_config.h (which functions to build, the data-page layout's
  * names, the counter's clock modes and quirks), datapage.h (the data-page
  * structures) and vdso_arch.h (the hooks vdso_read_counter(), vdso_rmb(),
- * vdso_cpu_relax() and vdso_syscall()).  Every function returns 0 or
- * -errno (time() returns the time) and falls back to the real syscall
- * whenever the data page cannot answer.
+ * vdso_cpu_relax() and vdso_syscall(), and optionally vdso_cycles_ok()).
+ * Every function returns 0 or -errno (time() returns the time) and falls
+ * back to the real syscall whenever the data page cannot answer.
+ *
+ * 32-bit targets get the same code: the legacy entry points hand back the
+ * native `long` seconds (truncated past 2038, as Linux's do) and the
+ * *_time64 ones 64-bit seconds; nothing needs a libgcc helper.
  */
 #ifndef VDSOGEN_CORE_H
 #define VDSOGEN_CORE_H
@@ -79,6 +83,34 @@ static __always_inline bool vdso_counter_mode_ok(int32_t mode)
 	return VDSO_COUNTER_MODE_OK(mode);
 }
 
+#ifndef vdso_cycles_ok
+/* A counter whose reads can fail (a paravirtual clock) overrides this in vdso_arch.h. */
+static __always_inline bool vdso_cycles_ok(uint64_t cycles)
+{
+	(void)cycles;
+	return true;
+}
+#endif
+
+/* (delta * mult + base) >> shift with a 96-bit intermediate, from 32x32 multiplies on 32-bit targets. */
+static __always_inline uint64_t vdso_mul_add_shr(uint64_t delta, uint32_t mult, uint64_t base, uint32_t shift)
+{
+#ifdef __SIZEOF_INT128__
+	return (uint64_t)(((unsigned __int128)delta * mult + base) >> shift);
+#else
+	uint64_t lo = (uint64_t)(uint32_t)delta * mult;
+	uint64_t mid = (uint64_t)(uint32_t)(delta >> 32) * mult;
+	uint64_t sum = lo + base;
+	uint64_t hi = (mid >> 32) + (sum < lo);
+	uint64_t low = sum + (mid << 32);
+
+	hi += low < sum;
+	if (!shift)
+		return low;
+	return (low >> shift) | (hi << (64 - shift));
+#endif
+}
+
 /* Nanoseconds at @cycles, from a base in shifted nanoseconds. */
 static __always_inline uint64_t
 vdso_counter_ns(const vdso_clock_t *vc, uint64_t cycles, uint64_t base)
@@ -98,7 +130,7 @@ vdso_counter_ns(const vdso_clock_t *vc, uint64_t cycles, uint64_t base)
 #if VDSO_HAS_MAX_CYCLES
 	/* Past max_cycles, delta * mult no longer fits in 64 bits. */
 	if (delta > vc->max_cycles)
-		return (uint64_t)(((unsigned __int128)delta * vc->mult + base) >> vc->shift);
+		return vdso_mul_add_shr(delta, vc->mult, base, vc->shift);
 #endif
 	return (delta * vc->mult + base) >> vc->shift;
 }
@@ -131,6 +163,8 @@ static __always_inline enum vdso_read
 vdso_read_clock(const vdso_clock_t *vc, clockid_t clk, bool counter, uint64_t *sec, uint64_t *ns)
 {
 	enum vdso_read ret;
+	uint64_t cycles;
+	int32_t mode;
 	uint32_t seq;
 
 	do {
@@ -140,9 +174,13 @@ vdso_read_clock(const vdso_clock_t *vc, clockid_t clk, bool counter, uint64_t *s
 		*sec = vc->basetime[clk].sec;
 		*ns = vc->basetime[clk].nsec;
 		if (counter) {
-			if (!vdso_counter_mode_ok(vc->clock_mode))
+			mode = vc->clock_mode;
+			if (!vdso_counter_mode_ok(mode))
 				return VDSO_SYSCALL;
-			*ns = vdso_counter_ns(vc, vdso_read_counter(), *ns);
+			cycles = vdso_read_counter(mode);
+			if (!vdso_cycles_ok(cycles))
+				return VDSO_SYSCALL;
+			*ns = vdso_counter_ns(vc, cycles, *ns);
 #if VDSO_COARSE_IN_MODE_NONE_SYSCALL
 		} else if (vc->clock_mode == VDSO_CLOCKMODE_NONE) {
 			/* This page writer stops the coarse bases too in clock mode NONE. */
@@ -171,8 +209,9 @@ static __always_inline uint64_t vdso_div_ns(uint64_t ns, uint64_t *rem)
 	return sec;
 }
 
+/* The time of @clock with 64-bit seconds, the one read every clock_gettime flavour shares. */
 static __always_inline enum vdso_read
-vdso_clock_read(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespec *ts)
+vdso_clock_read(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespec64 *ts)
 {
 	const vdso_clock_t *vc = vdso_clocks(vd);
 	uint64_t sec, ns, rem;
@@ -221,12 +260,27 @@ vdso_clock_read(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespe
 }
 
 #if VDSO_HAS_CLOCK_GETTIME
+/* The native timespec: on 32-bit targets its seconds wrap in 2038, as Linux's own vDSO lets them. */
 static __always_inline long
 vdso_clock_gettime(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespec *ts)
 {
+	struct vdso_timespec64 t;
+
+	if (vdso_clock_read(vd, clock, &t) != VDSO_OK)
+		return vdso_syscall(VDSO_NR_clock_gettime, clock, (long)ts, 0);
+	ts->tv_sec = t.tv_sec;
+	ts->tv_nsec = t.tv_nsec;
+	return 0;
+}
+#endif
+
+#if VDSO_HAS_CLOCK_GETTIME64
+static __always_inline long
+vdso_clock_gettime64(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespec64 *ts)
+{
 	if (vdso_clock_read(vd, clock, ts) == VDSO_OK)
 		return 0;
-	return vdso_syscall(VDSO_NR_clock_gettime, clock, (long)ts, 0);
+	return vdso_syscall(VDSO_NR_clock_gettime64, clock, (long)ts, 0);
 }
 #endif
 
@@ -235,7 +289,7 @@ static __always_inline long
 vdso_gettimeofday(const vdso_time_data_t *vd, struct vdso_timeval *tv, struct vdso_timezone *tz)
 {
 	if (tv) {
-		struct vdso_timespec ts;
+		struct vdso_timespec64 ts;
 
 		if (vdso_clock_read(vd, CLOCK_REALTIME, &ts) != VDSO_OK)
 			return vdso_syscall(VDSO_NR_gettimeofday, (long)tv, (long)tz, 0);
@@ -277,22 +331,45 @@ static __always_inline long vdso_time(const vdso_time_data_t *vd, long *t)
 }
 #endif
 
+/* The resolution of @clock in ns, or -1 when the page does not serve it. */
+static __always_inline long vdso_clock_res(const vdso_time_data_t *vd, clockid_t clock)
+{
+	uint32_t msk;
+
+	if ((uint32_t)clock >= VDSO_MAX_CLOCKS)
+		return -1;
+	msk = 1U << clock;
+	if (msk & (VDSO_HRES | VDSO_RAW))
+		return READ_ONCE(VDSO_HRTIMER_RES(vdso_real_data(vd)));
+	if (msk & VDSO_COARSE)
+		return VDSO_LOW_RES_NSEC;
+	return -1;
+}
+
 #if VDSO_HAS_CLOCK_GETRES
 static __always_inline long
 vdso_clock_getres(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespec *res)
 {
-	uint32_t msk;
-	long ns;
+	long ns = vdso_clock_res(vd, clock);
 
-	if ((uint32_t)clock >= VDSO_MAX_CLOCKS)
+	if (ns < 0)
 		return vdso_syscall(VDSO_NR_clock_getres, clock, (long)res, 0);
-	msk = 1U << clock;
-	if (msk & (VDSO_HRES | VDSO_RAW))
-		ns = READ_ONCE(VDSO_HRTIMER_RES(vdso_real_data(vd)));
-	else if (msk & VDSO_COARSE)
-		ns = VDSO_LOW_RES_NSEC;
-	else
-		return vdso_syscall(VDSO_NR_clock_getres, clock, (long)res, 0);
+	if (res) {
+		res->tv_sec = 0;
+		res->tv_nsec = ns;
+	}
+	return 0;
+}
+#endif
+
+#if VDSO_HAS_CLOCK_GETRES_TIME64
+static __always_inline long
+vdso_clock_getres_time64(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespec64 *res)
+{
+	long ns = vdso_clock_res(vd, clock);
+
+	if (ns < 0)
+		return vdso_syscall(VDSO_NR_clock_getres_time64, clock, (long)res, 0);
 	if (res) {
 		res->tv_sec = 0;
 		res->tv_nsec = ns;

@@ -133,8 +133,8 @@ BREAKAGES = {
     # The invalid-id path of clock_gettime writes into the caller's buffer.
     "invalid-id-writes": (
         {"vdso_core.h": [("return vdso_syscall(VDSO_NR_clock_gettime, clock, (long)ts, 0);",
-                          "ts->tv_nsec = 0;\n\treturn vdso_syscall(VDSO_NR_clock_gettime, "
-                          "clock, (long)ts, 0);")]},
+                          "{ ts->tv_nsec = 0; return vdso_syscall(VDSO_NR_clock_gettime, "
+                          "clock, (long)ts, 0); }")]},
         ["clock_gettime.invalid_12", "clock_gettime.invalid_100"]),
     # The reader no longer waits while an update is in progress.
     "seqcount-no-wait": (
@@ -144,9 +144,8 @@ BREAKAGES = {
         ["seqcount.wait.MONOTONIC", "seqcount.wait.MONOTONIC_RAW"]),
     # The raw clock is read with the hres record's mult and shift.
     "raw-uses-hres-record": (
-        {"vdso_core.h": [("*ns = vdso_counter_ns(vc, vdso_read_counter(), *ns);",
-                          "*ns = vdso_counter_ns(vc - (clk == CLOCK_MONOTONIC_RAW), "
-                          "vdso_read_counter(), *ns);")]},
+        {"vdso_core.h": [("*ns = vdso_counter_ns(vc, cycles, *ns);",
+                          "*ns = vdso_counter_ns(vc - (clk == CLOCK_MONOTONIC_RAW), cycles, *ns);")]},
         ["clock_gettime.MONOTONIC_RAW"]),
     # Namespace offsets are ignored.
     "timens-no-offset": (
@@ -154,12 +153,12 @@ BREAKAGES = {
         ["timens.MONOTONIC", "timens.BOOTTIME"]),
     # clock_getres answers 1 ns for the counter clocks without reading hrtimer_res.
     "getres-constant-1": (
-        {"vdso_core.h": [("ns = READ_ONCE(VDSO_HRTIMER_RES(vdso_real_data(vd)));", "ns = ((void)vd, 1);")]},
+        {"vdso_core.h": [("return READ_ONCE(VDSO_HRTIMER_RES(vdso_real_data(vd)));", "return ((void)vd, 1);")]},
         [f"clock_getres.{c}" for c in COUNTER_CLOCKS]),
     # clock_getres answers the tick for the counter clocks too.
     "getres-tick-for-hres": (
-        {"vdso_core.h": [("ns = READ_ONCE(VDSO_HRTIMER_RES(vdso_real_data(vd)));",
-                          "ns = ((void)vd, VDSO_LOW_RES_NSEC);")]},
+        {"vdso_core.h": [("return READ_ONCE(VDSO_HRTIMER_RES(vdso_real_data(vd)));",
+                          "return ((void)vd, VDSO_LOW_RES_NSEC);")]},
         [f"clock_getres.{c}" for c in COUNTER_CLOCKS]),
     # The id is range-checked as signed: negative ids reach the shift (UB);
     # the hardware masks the count, and -57 lands on BOOTTIME's bit.
@@ -212,12 +211,12 @@ def run_broken(target, harness, image):
 
 
 # The core's wide-multiply branch, taken when delta > max_cycles.
-WIDE = "return (uint64_t)(((unsigned __int128)delta * vc->mult + base) >> vc->shift);"
+WIDE = "return vdso_mul_add_shr(delta, vc->mult, base, vc->shift);"
 
 # Each breakage of that branch, and which max_cycles checks must then FAIL.
 WIDE_BREAKAGES = {
     # The branch forgets the base: max_cycles 1 sends every read through it.
-    "drops-base": ("return (uint64_t)(((unsigned __int128)delta * vc->mult) >> vc->shift);",
+    "drops-base": ("return vdso_mul_add_shr(delta, vc->mult, 0, vc->shift);",
                    ["max_cycles.forced", "max_cycles.overflow"]),
     # The branch multiplies in 64 bits: only an overflowing product shows it.
     "64-bit": ("return (delta * vc->mult + base) >> vc->shift;", ["max_cycles.overflow"]),
@@ -453,8 +452,8 @@ def test_crash_in_the_image_is_a_failure_not_the_end(harnesses, tmp_path):
     """A crash inside an entry fails that check; later groups still run."""
     target = load_target("x86_64")
     image = build_broken(target, tmp_path / "image", {"vdso_core.h": [
-        ("if (tv) {\n\t\tstruct vdso_timespec ts;",
-         "if (tv) {\n\t\tstruct vdso_timespec ts;\n\n\t\t*(volatile int *)0 = 0;")]})
+        ("if (tv) {\n\t\tstruct vdso_timespec64 ts;",
+         "if (tv) {\n\t\tstruct vdso_timespec64 ts;\n\n\t\t*(volatile int *)0 = 0;")]})
     out = io.StringIO()
     status, outcome = run_harness(target, harnesses("x86_64"), image, Builder(target, stream=out), out)
     output = out.getvalue()

@@ -38,6 +38,7 @@ class Function:
     result: str             # "errno" or "value"
     uses_data: bool
     where: str              # "core" or "arch"
+    c_call: bool            # callable as a C function of its prototype
 
     @property
     def feature(self):
@@ -81,7 +82,8 @@ def catalogue():
                 t.error(f"params[{i}]", f"{text!r} is not a C parameter \"type name\"")
             params.append(Param(m["type"].strip(), m["name"]))
         out[name] = Function(name, t.str("returns"), tuple(params), t.ident("syscall", None),
-                             t.str("result", choices=RESULTS), t.bool("data"), t.str("where", choices=WHERE))
+                             t.str("result", choices=RESULTS), t.bool("data"), t.str("where", choices=WHERE),
+                             t.bool("c_call", True))
         t.done()
     top.done()
     return out

@@ -35,10 +35,11 @@ static __always_inline void vdso_cpu_relax(void)
  * depends on the count (sp + 0) is, and the dmb ishld before the seqcount
  * reload then holds that reload back until the count has been read.
  */
-static __always_inline uint64_t vdso_read_counter(void)
+static __always_inline uint64_t vdso_read_counter(int32_t mode)
 {
 	uint64_t cnt, tmp;
 
+	(void)mode;		/* ARCHTIMER and ARCHTIMER_NOCOMPAT read the same counter */
 	__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r"(cnt));
 	__asm__ __volatile__("eor %0, %1, %1\n\t"
 			     "add %0, sp, %0\n\t"

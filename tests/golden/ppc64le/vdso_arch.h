@@ -30,11 +30,12 @@ static __always_inline void vdso_cpu_relax(void)
 	__asm__ __volatile__("or 1, 1, 1\n\tor 2, 2, 2" : : : "memory");
 }
 
-/* The timebase (mftb, SPR 268): a 64-bit count at tb_ticks_per_sec. */
-static __always_inline uint64_t vdso_read_counter(void)
+/* The timebase (mftb, SPR 268): a 64-bit count at tb_ticks_per_sec, in every mode. */
+static __always_inline uint64_t vdso_read_counter(int32_t mode)
 {
 	uint64_t tb;
 
+	(void)mode;
 	__asm__ __volatile__("mfspr %0, 268" : "=r"(tb));
 	return tb;
 }

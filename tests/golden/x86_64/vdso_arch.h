@@ -33,10 +33,11 @@ static __always_inline void vdso_cpu_relax(void)
  * form at boot; an image nobody patches must order the read itself, or it
  * may run ahead of the seqcount load.
  */
-static __always_inline uint64_t vdso_read_counter(void)
+static __always_inline uint64_t vdso_read_counter(int32_t mode)
 {
 	uint32_t lo, hi;
 
+	(void)mode;
 	__asm__ __volatile__("lfence\n\trdtsc" : "=a"(lo), "=d"(hi) : : "memory");
 	return ((uint64_t)hi << 32) | lo;
 }
