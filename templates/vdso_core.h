@@ -379,9 +379,17 @@ vdso_clock_getres_time64(const vdso_time_data_t *vd, clockid_t clock, struct vds
 #endif
 
 #if VDSO_HAS_GETCPU
-/* The CPU and node live in kernel-specific places, not in the data page. */
+/*
+ * The CPU and node live in kernel-specific places, not in the data page:
+ * an arch hook may know one (vdso_arch_getcpu() stores through the non-NULL
+ * pointers and returns true), else the syscall answers.
+ */
 static __always_inline long vdso_getcpu(unsigned int *cpu, unsigned int *node, void *unused)
 {
+#if VDSO_HAS_ARCH_GETCPU
+	if (vdso_arch_getcpu(cpu, node))
+		return 0;
+#endif
 	return vdso_syscall(VDSO_NR_getcpu, (long)cpu, (long)node, (long)unused);
 }
 #endif

@@ -131,6 +131,7 @@ class Target:
     syscalls: Syscalls
     datapage: DataPages
     entry_style: str
+    getcpu: str | None     # arch fragment getcpu-NAME.h.j2 answering in user space, or None: the syscall
     toolchain: Toolchain
 
     @property
@@ -378,6 +379,17 @@ def _parse(name, path, top, tree):
     dt.done()
     datapage = DataPages(layout, page_size, pages, tick_nsec, coarse)
 
+    # getcpu answers in user space where an arch fragment knows how (x86:
+    # RDPID or the per-CPU segment limit), with the syscall as fallback.
+    gt = top.table("getcpu", None)
+    getcpu = None
+    if gt is not None:
+        getcpu = gt.str("fragment")
+        need_fragment(gt, "fragment", f"getcpu-{getcpu}.h.j2")
+        if not any(e.impl == "getcpu" for e in exports):
+            gt.error("fragment", "no export implements getcpu")
+        gt.done()
+
     entry = top.table("entry")
     entry_style = entry.str("style", choices=ENTRY_STYLES)
     if entry_style == "asm":
@@ -396,7 +408,7 @@ def _parse(name, path, top, tree):
 
     return Target(name, str(path), abi, arch, tuple(str(r) for r in tree.roots), elf, soname, versions,
                   tuple(exports), tuple(trampolines), counter, syscalls, datapage,
-                  entry_style, toolchain)
+                  entry_style, getcpu, toolchain)
 
 
 def _is_ident(s):
