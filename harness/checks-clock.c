@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,8 +33,8 @@
 static const int h_syscall_ids[] = { 3, 8, 9, 10, 13, 14, 15, 16, 23, -1, -2, -6, -57, INT_MIN };
 #define NSYSCALL_IDS	(sizeof(h_syscall_ids) / sizeof(h_syscall_ids[0]))
 
-/* One check per id the page does not serve: `fn` answers as the syscall does. */
-static __attribute__((unused)) void check_syscall_ids(const char *fn, void (*expect)(struct chk *, int))
+/* One check per id the page does not serve: the flavour answers as its syscall does. */
+static __attribute__((unused)) void check_syscall_ids(const struct ts_flavour *fl)
 {
 	struct tk tk;
 	struct chk k;
@@ -41,31 +42,30 @@ static __attribute__((unused)) void check_syscall_ids(const char *fn, void (*exp
 
 	tk_fresh(&tk, h_counter_modes[0]);
 	for (i = 0; i < NSYSCALL_IDS; i++) {
-		chk_start(&k, "%s.id_%d", fn, h_syscall_ids[i]);
-		expect(&k, h_syscall_ids[i]);
+		chk_start(&k, "%s.id_%d", fl->name, h_syscall_ids[i]);
+		expect_as_syscall(&k, fl, h_syscall_ids[i]);
 		chk_end(&k);
 	}
 }
 
-/* Invalid ids, 12 and 100: `call` fails with EINVAL and leaves its buffer alone. */
-static __attribute__((unused)) void check_invalid_ids(const char *fn,
-						       struct h_ret (*call)(clockid_t, struct vdso_timespec *))
+/* Invalid ids, 12 and 100: the flavour fails with EINVAL and leaves its buffer alone. */
+static __attribute__((unused)) void check_invalid_ids(const struct ts_flavour *fl)
 {
 	static const int ids[] = { 12, 100 };
-	struct vdso_timespec ts;
+	union ts_buf ts;
 	struct chk k;
 	size_t i;
 
 	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
-		chk_start(&k, "%s.invalid_%d", fn, ids[i]);
+		chk_start(&k, "%s.invalid_%d", fl->name, ids[i]);
 		memset(&ts, SENTINEL, sizeof(ts));
-		expect_error(&k, call(ids[i], &ts), EINVAL, &ts);
+		expect_failed(&k, fl, fl->call(ids[i], &ts), EINVAL, &ts);
 		chk_end(&k);
 	}
 }
 
-#ifdef H_HAS_CLOCK_GETTIME
-void grp_clock_gettime(void)
+/* Every clock of the page, CPU-time clocks (the syscall's business), invalid ids. */
+static __attribute__((unused)) void check_gettime(const struct ts_flavour *fl)
 {
 	struct tk tk;
 	struct chk k;
@@ -73,30 +73,22 @@ void grp_clock_gettime(void)
 
 	tk_fresh(&tk, h_counter_modes[0]);
 	for (i = 0; i < NCLOCKS; i++) {
-		chk_start(&k, "clock_gettime.%s", h_clocks[i].name);
-		expect_clock(&k, &tk, h_clocks[i].id, NULL);
+		chk_start(&k, "%s.%s", fl->name, h_clocks[i].name);
+		expect_clock_in(&k, fl, &tk, h_clocks[i].id, NULL);
 		chk_end(&k);
 	}
-
-	/* CPU-time clocks are the syscall's business. */
-	chk_start(&k, "clock_gettime.PROCESS_CPUTIME_ID");
-	expect_syscall_clock(&k, C_PROCESS_CPUTIME_ID);
+	chk_start(&k, "%s.PROCESS_CPUTIME_ID", fl->name);
+	expect_as_syscall(&k, fl, C_PROCESS_CPUTIME_ID);
 	chk_end(&k);
-
-	check_invalid_ids("clock_gettime", v_clock_gettime);
+	check_invalid_ids(fl);
 }
 
-void grp_clock_gettime_ids(void)
+/* hrtimer_res for the counter clocks, the tick for the coarse ones; NULL; invalid ids. */
+static __attribute__((unused)) void check_getres(const struct ts_flavour *fl)
 {
-	check_syscall_ids("clock_gettime", expect_as_syscall_gettime);
-}
-#endif /* H_HAS_CLOCK_GETTIME */
-
-#ifdef H_HAS_CLOCK_GETRES
-void grp_clock_getres(void)
-{
-	struct vdso_timespec ts;
+	union ts_buf ts;
 	struct h_ret r;
+	struct hts got;
 	struct tk tk;
 	struct chk k;
 	size_t i;
@@ -105,31 +97,128 @@ void grp_clock_getres(void)
 	for (i = 0; i < NCLOCKS; i++) {
 		long want = h_clocks[i].cls == CLS_COARSE ? VDSO_LOW_RES_NSEC : (long)tk.hrtimer_res;
 
-		chk_start(&k, "clock_getres.%s", h_clocks[i].name);
+		chk_start(&k, "%s.%s", fl->name, h_clocks[i].name);
 		memset(&ts, SENTINEL, sizeof(ts));
-		r = v_clock_getres(h_clocks[i].id, &ts);
+		r = fl->call(h_clocks[i].id, &ts);
+		got = fl->get(&ts);
 		if (!h_ret_ok(r))
 			chk_fail(&k, "returned %s", RET(r));
-		else if (ts.tv_sec != 0 || ts.tv_nsec != want)
-			chk_fail(&k, "{%ld, %ld}, want {0, %ld}", ts.tv_sec, ts.tv_nsec, want);
+		else if (got.sec != 0 || got.nsec != want)
+			chk_fail(&k, "%s, want 0.%09ld", TS(got), want);
 		chk_end(&k);
 	}
-	chk_start(&k, "clock_getres.NULL");
-	r = v_clock_getres(C_MONOTONIC, NULL);
+	chk_start(&k, "%s.NULL", fl->name);
+	r = fl->call(C_MONOTONIC, NULL);
 	if (!h_ret_ok(r))
-		chk_fail(&k, "clock_getres(MONOTONIC, NULL) returned %s", RET(r));
-	r = v_clock_getres(C_MONOTONIC_COARSE, NULL);
+		chk_fail(&k, "%s(MONOTONIC, NULL) returned %s", fl->name, RET(r));
+	r = fl->call(C_MONOTONIC_COARSE, NULL);
 	if (!h_ret_ok(r))
-		chk_fail(&k, "clock_getres(MONOTONIC_COARSE, NULL) returned %s", RET(r));
+		chk_fail(&k, "%s(MONOTONIC_COARSE, NULL) returned %s", fl->name, RET(r));
 	chk_end(&k);
-	check_invalid_ids("clock_getres", v_clock_getres);
+	check_invalid_ids(fl);
+}
+
+#ifdef H_HAS_CLOCK_GETTIME
+void grp_clock_gettime(void)
+{
+	check_gettime(&fl_gettime);
+}
+
+void grp_clock_gettime_ids(void)
+{
+	check_syscall_ids(&fl_gettime);
+}
+#endif
+
+#ifdef H_HAS_CLOCK_GETRES
+void grp_clock_getres(void)
+{
+	check_getres(&fl_getres);
 }
 
 void grp_clock_getres_ids(void)
 {
-	check_syscall_ids("clock_getres", expect_as_syscall_getres);
+	check_syscall_ids(&fl_getres);
 }
-#endif /* H_HAS_CLOCK_GETRES */
+#endif
+
+#ifdef H_HAS_CLOCK_GETTIME64
+void grp_clock_gettime64(void)
+{
+	check_gettime(&fl_gettime64);
+}
+
+void grp_clock_gettime64_ids(void)
+{
+	check_syscall_ids(&fl_gettime64);
+}
+#endif
+
+#ifdef H_HAS_CLOCK_GETRES_TIME64
+void grp_clock_getres_time64(void)
+{
+	check_getres(&fl_getres64);
+}
+
+void grp_clock_getres_time64_ids(void)
+{
+	check_syscall_ids(&fl_getres64);
+}
+#endif
+
+/*
+ * Past 2038, and past 2^32 seconds: REALTIME at 2^31 + 1234567 s,
+ * REALTIME_COARSE at 2^33 + 7654321 s.  The time64 entries answer the
+ * whole seconds; the native ones what Linux's answer, the seconds as a
+ * long: whole on 64-bit targets, their low 32 bits on 32-bit ones
+ * (negative just past 2038).
+ */
+#define Y2038_REALTIME		((1ULL << 31) + 1234567)
+#define Y2038_REALTIME_COARSE	((1ULL << 33) + 7654321)
+
+void grp_y2038(void)
+{
+	static const int clocks[] = { C_REALTIME, C_REALTIME_COARSE };
+	static const struct ts_flavour *const flavours[] = {
+#ifdef H_HAS_CLOCK_GETTIME64
+		&fl_gettime64,
+#endif
+#ifdef H_HAS_CLOCK_GETTIME
+		&fl_gettime,
+#endif
+		NULL
+	};
+	struct tk tk;
+	struct chk k;
+	size_t i, f;
+
+	tk_fresh(&tk, h_counter_modes[0]);
+	tk.base[0][C_REALTIME].sec = Y2038_REALTIME;
+	tk.base[0][C_REALTIME_COARSE].sec = Y2038_REALTIME_COARSE;
+	tk_publish(page_time(), &tk);
+	for (f = 0; flavours[f]; f++)
+		for (i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++) {
+			if (!h_fn[flavours[f]->impl])
+				continue;
+			chk_start(&k, "y2038.%s.%s", flavours[f]->name, clock_by_id(clocks[i])->name);
+			expect_clock_in(&k, flavours[f], &tk, clocks[i], NULL);
+			chk_end(&k);
+		}
+#ifdef H_HAS_GETTIMEOFDAY
+	if (h_fn[IMPL_GETTIMEOFDAY]) {
+		chk_start(&k, "y2038.gettimeofday");
+		expect_gettimeofday(&k, &tk, NULL);
+		chk_end(&k);
+	}
+#endif
+#ifdef H_HAS_TIME
+	if (h_fn[IMPL_TIME]) {
+		chk_start(&k, "y2038.time");
+		expect_time(&k, (long)tk.base[0][C_REALTIME].sec);
+		chk_end(&k);
+	}
+#endif
+}
 
 #ifdef H_HAS_GETTIMEOFDAY
 void grp_gettimeofday(void)
@@ -177,15 +266,14 @@ void grp_time(void)
 #endif /* H_HAS_TIME */
 
 #ifdef H_HAS_GETCPU
-void grp_getcpu(void)
+/* getcpu on the CPU this thread runs on: cpu and node as the raw syscall says, through each pointer alone too. */
+static void getcpu_here(struct chk *k)
 {
 	unsigned int cpu, node, scpu, snode;
 	struct h_ret r;
-	struct chk k;
 	long s;
 	int tries;
 
-	chk_start(&k, "getcpu");
 	for (tries = 0; tries < 5; tries++) {
 		cpu = node = scpu = snode = ~0u;
 		s = syscall(NR_GETCPU, &scpu, &snode, NULL);
@@ -194,11 +282,34 @@ void grp_getcpu(void)
 			break;
 	}
 	if (s != 0)
-		chk_fail(&k, "the getcpu syscall failed: %s", strerror(errno));
+		chk_fail(k, "the getcpu syscall failed: %s", strerror(errno));
 	else if (!h_ret_ok(r))
-		chk_fail(&k, "returned %s", RET(r));
+		chk_fail(k, "returned %s", RET(r));
 	else if (cpu != scpu || node != snode)
-		chk_fail(&k, "cpu %u node %u, the syscall says cpu %u node %u", cpu, node, scpu, snode);
+		chk_fail(k, "cpu %u node %u, the syscall says cpu %u node %u", cpu, node, scpu, snode);
+	cpu = node = ~0u;
+	r = v_getcpu(&cpu, NULL, NULL);
+	if (!h_ret_ok(r) || cpu != scpu)
+		chk_fail(k, "getcpu(&cpu, NULL, NULL) returned %s, cpu %u, the syscall says %u", RET(r), cpu, scpu);
+	r = v_getcpu(NULL, &node, NULL);
+	if (!h_ret_ok(r) || node != snode)
+		chk_fail(k, "getcpu(NULL, &node, NULL) returned %s, node %u, the syscall says %u", RET(r), node, snode);
+}
+
+/* On the harness's CPU and on another one (a getcpu that always answers 0 is caught there). */
+void grp_getcpu(void)
+{
+	int home = sched_getcpu();
+	struct h_ret r;
+	struct chk k;
+
+	chk_start(&k, "getcpu");
+	getcpu_here(&k);
+	if (home >= 0 && h_other_cpu >= 0 && h_other_cpu != home) {
+		pin_to(h_other_cpu);
+		getcpu_here(&k);
+		pin_to(home);
+	}
 	r = v_getcpu(NULL, NULL, NULL);
 	if (!h_ret_ok(r))
 		chk_fail(&k, "getcpu(NULL, NULL, NULL) returned %s", RET(r));

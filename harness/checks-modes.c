@@ -1,39 +1,123 @@
 /*
  * vdsogen test harness: clock_gettime in every clock mode (the counter's,
- * one it does not serve, NONE), with a small max_cycles (the core's
- * wide-multiply path) and behind a time-namespace page.
+ * with the states of a paravirtual clock's own page, one it does not
+ * serve, NONE), with a small max_cycles (the core's wide-multiply path)
+ * and behind a time-namespace page.
  */
 #include <stdio.h>
 #include <string.h>
 
+/* The pages of clock modes whose counter reads one (harness-clockmodes.h.j2) are written here. */
+#define HARNESS_CLOCK_MODES_IMPL	1
 #include "internal.h"
 
 #ifdef H_HAS_CLOCK_GETTIME
+/* Every clock the counter advances reads as the formula says at tk, or, without tk, as the syscall says. */
+static void expect_counter_clocks(struct chk *k, const struct tk *tk)
+{
+	size_t i;
+
+	for (i = 0; i < NCLOCKS; i++) {
+		if (h_clocks[i].cls == CLS_COARSE)
+			continue;
+		if (tk)
+			expect_clock(k, tk, h_clocks[i].id, NULL);
+		else
+			expect_syscall_clock(k, h_clocks[i].id);
+	}
+}
+
+#ifdef HARNESS_HAVE_CLOCK_MODES
+/*
+ * The harness's own read of @mode's counter, which every check of the mode
+ * trusts (vdso_arch.h's, the image's too), against the page's writer: its
+ * value, from an arithmetic of the writer's own, and its rate, @hz, against
+ * MONOTONIC_RAW over 20 ms.
+ */
+static void check_mode_counter(int32_t mode, uint64_t hz)
+{
+	struct hts a0, a1, b0, b1;
+	uint64_t lo, hi, v, v0, v1;
+	double ns, min, max;
+	struct chk k;
+
+	chk_start(&k, "clock_mode.%d.counter", (int)mode);
+	lo = harness_mode_now(mode);
+	v = vdso_read_counter(mode);
+	hi = harness_mode_now(mode);
+	if (v < lo || v > hi)
+		chk_fail(&k, "vdso_read_counter(%d) read %llu, its page's writer says [%llu, %llu]", (int)mode,
+			 (unsigned long long)v, (unsigned long long)lo, (unsigned long long)hi);
+	sys_gettime(C_MONOTONIC_RAW, &a0);
+	v0 = vdso_read_counter(mode);
+	sys_gettime(C_MONOTONIC_RAW, &a1);
+	sleep_ns(20000000);
+	sys_gettime(C_MONOTONIC_RAW, &b0);
+	v1 = vdso_read_counter(mode);
+	sys_gettime(C_MONOTONIC_RAW, &b1);
+	ns = (double)(v1 - v0) * 1e9 / (double)hz;
+	min = (double)elapsed_ns(a1, b0) * 0.98 - 1000;
+	max = (double)elapsed_ns(a0, b1) * 1.02 + 1000;
+	if (ns < min || ns > max)
+		chk_fail(&k, "vdso_read_counter(%d) advanced %.0f ns at %llu Hz while MONOTONIC_RAW advanced %.0f-%.0f ns",
+			 (int)mode, ns, (unsigned long long)hz, min, max);
+	chk_end(&k);
+}
+
+/* Each state of @mode's page after the plain one: the counter clocks answer from the page, or make the syscall. */
+static void check_mode_states(int32_t mode)
+{
+	const char *name;
+	int state, syscall;
+	struct tk tk;
+	struct chk k;
+
+	for (state = 1; (name = harness_mode_state(mode, state, &syscall)) != NULL; state++) {
+		tk_fresh_state(&tk, mode, state);
+		chk_start(&k, "clock_mode.%d.%s", (int)mode, name);
+		expect_counter_clocks(&k, syscall ? NULL : &tk);
+		chk_end(&k);
+	}
+}
+#endif
+
 void grp_clock_modes(void)
 {
 	struct tk tk;
 	struct chk k;
 	int32_t mode, top = 0;
+	uint64_t hz;
 	size_t i;
 
-	/* Every counter mode of the spec is read from the page. */
+	/*
+	 * Every counter mode of the spec is read from the page; a mode whose
+	 * counter reads a page of its own (a paravirtual clock) also in that
+	 * page's other states.
+	 */
 	for (i = 0; i < H_NCOUNTER_MODES; i++) {
 		mode = h_counter_modes[i];
 		if (mode > top)
 			top = mode;
-		tk_fresh(&tk, mode);
+		hz = tk_fresh_state(&tk, mode, 0);
+#ifdef HARNESS_HAVE_CLOCK_MODES
+		if (harness_mode_page(mode))
+			check_mode_counter(mode, hz);
+#endif
 		chk_start(&k, "clock_mode.%d", (int)mode);
-		expect_clock(&k, &tk, C_MONOTONIC, NULL);
-		expect_clock(&k, &tk, C_MONOTONIC_RAW, NULL);
+		expect_counter_clocks(&k, &tk);
 		chk_end(&k);
+#ifdef HARNESS_HAVE_CLOCK_MODES
+		if (harness_mode_page(mode))
+			check_mode_states(mode);
+#endif
 	}
+	(void)hz;
 
-	/* A mode this counter does not serve (a paravirtual clock, say) goes to the syscall. */
+	/* A mode this counter does not serve goes to the syscall. */
 	mode = top + 1;
 	tk_fresh(&tk, mode);
 	chk_start(&k, "clock_mode.%d.syscall", (int)mode);
-	expect_syscall_clock(&k, C_MONOTONIC);
-	expect_syscall_clock(&k, C_MONOTONIC_RAW);
+	expect_counter_clocks(&k, NULL);
 	chk_end(&k);
 
 	/*
@@ -86,16 +170,6 @@ void grp_clock_modes(void)
 }
 
 #if VDSO_HAS_MAX_CYCLES
-/* Every clock the counter advances reads as the formula says at tk. */
-static void expect_counter_clocks(struct chk *k, const struct tk *tk)
-{
-	size_t i;
-
-	for (i = 0; i < NCLOCKS; i++)
-		if (h_clocks[i].cls != CLS_COARSE)
-			expect_clock(k, tk, h_clocks[i].id, NULL);
-}
-
 /* max_cycles 1: every read takes the core's wide-multiply branch. */
 static void max_cycles_forced(void)
 {

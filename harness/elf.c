@@ -10,7 +10,7 @@
 
 #include "harness.h"
 
-#define BLOOM_BITS	(8 * sizeof(ElfW(Addr)))
+#define BLOOM_BITS	(8 * sizeof(HW(Addr)))
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -69,7 +69,7 @@ static const char *str_at(const struct h_image *im, uint64_t off)
 	return im->strtab + off;
 }
 
-const char *h_sym_name(const struct h_image *im, const ElfW(Sym) *sym)
+const char *h_sym_name(const struct h_image *im, const HW(Sym) *sym)
 {
 	return str_at(im, sym->st_name);
 }
@@ -83,7 +83,7 @@ static int gnu_nsyms(const struct h_image *im, size_t *nsyms)
 	uint32_t i, top = 0;
 
 	buckets = at(im, (uint64_t)((const unsigned char *)gh - im->base) + 16 +
-		     (uint64_t)bloom * sizeof(ElfW(Addr)), (uint64_t)nbuckets * 4);
+		     (uint64_t)bloom * sizeof(HW(Addr)), (uint64_t)nbuckets * 4);
 	if (!buckets)
 		return -1;
 	for (i = 0; i < nbuckets; i++)
@@ -108,9 +108,9 @@ static int gnu_nsyms(const struct h_image *im, size_t *nsyms)
 int h_image_parse(struct h_image *im, const unsigned char *base, size_t size,
 		  int elf_class, int elf_data, int machine, char *err, size_t errlen)
 {
-	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
-	const ElfW(Phdr) *ph;
-	const ElfW(Dyn) *dyn = NULL, *d;
+	const HW(Ehdr) *eh = (const HW(Ehdr) *)base;
+	const HW(Phdr) *ph;
+	const HW(Dyn) *dyn = NULL, *d;
 	uint64_t strtab = 0, symtab = 0, hash = 0, gnu_hash = 0, versym = 0, verdef = 0;
 	uint64_t syment = 0, soname = 0, dyn_size = 0;
 	int have_soname = 0, have_strtab = 0, have_symtab = 0, have_exec = 0;
@@ -190,9 +190,9 @@ int h_image_parse(struct h_image *im, const unsigned char *base, size_t size,
 	}
 	if (!have_strtab || !have_symtab)
 		return fail(err, errlen, "PT_DYNAMIC lacks DT_STRTAB or DT_SYMTAB");
-	if (syment != sizeof(ElfW(Sym)))
+	if (syment != sizeof(HW(Sym)))
 		return fail(err, errlen, "DT_SYMENT %llu, want %zu", (unsigned long long)syment,
-			    sizeof(ElfW(Sym)));
+			    sizeof(HW(Sym)));
 	im->strtab = at(im, strtab, im->strsz);
 	if (!im->strtab)
 		return fail(err, errlen, "DT_STRTAB/DT_STRSZ outside the file");
@@ -214,12 +214,12 @@ int h_image_parse(struct h_image *im, const unsigned char *base, size_t size,
 	}
 	if (!hash && !gnu_hash)
 		return fail(err, errlen, "neither DT_HASH nor DT_GNU_HASH");
-	im->symtab = at(im, symtab, (uint64_t)im->nsyms * sizeof(ElfW(Sym)));
+	im->symtab = at(im, symtab, (uint64_t)im->nsyms * sizeof(HW(Sym)));
 	if (!im->symtab)
 		return fail(err, errlen, "%zu symbols at DT_SYMTAB run outside the file", im->nsyms);
-	if (versym && !(im->versym = at(im, versym, (uint64_t)im->nsyms * sizeof(ElfW(Half)))))
+	if (versym && !(im->versym = at(im, versym, (uint64_t)im->nsyms * sizeof(HW(Half)))))
 		return fail(err, errlen, "DT_VERSYM outside the file");
-	if (verdef && !(im->verdef = at(im, verdef, sizeof(ElfW(Verdef)))))
+	if (verdef && !(im->verdef = at(im, verdef, sizeof(HW(Verdef)))))
 		return fail(err, errlen, "DT_VERDEF outside the file");
 	return 0;
 }
@@ -243,8 +243,8 @@ int h_symbol_version(const struct h_image *im, long idx, const char **vname,
 	if (ndx <= 1)
 		return fail(err, errlen, "versym %u: the symbol is unversioned", ndx);
 	for (i = 0; i < im->verdefnum; i++) {
-		const ElfW(Verdef) *vd;
-		const ElfW(Verdaux) *aux;
+		const HW(Verdef) *vd;
+		const HW(Verdaux) *aux;
 		uint64_t off = (uint64_t)(p - im->base);
 
 		vd = at(im, off, sizeof(*vd));
@@ -319,10 +319,10 @@ long h_lookup_sysv(const struct h_image *im, const char *name, const char *versi
 long h_lookup_gnu(const struct h_image *im, const char *name, const char *version)
 {
 	const uint32_t *gh = im->gnu_hash;
-	const ElfW(Addr) *bloom;
+	const HW(Addr) *bloom;
 	const uint32_t *buckets, *chain;
 	uint32_t nbuckets, symoffset, nbloom, shift, h1, idx;
-	ElfW(Addr) word, mask;
+	HW(Addr) word, mask;
 	long first = -1;
 
 	if (!gh)
@@ -332,7 +332,7 @@ long h_lookup_gnu(const struct h_image *im, const char *name, const char *versio
 	nbloom = gh[2];
 	shift = gh[3];
 	bloom = at(im, (uint64_t)((const unsigned char *)gh - im->base) + 16,
-		   (uint64_t)nbloom * sizeof(ElfW(Addr)) + (uint64_t)nbuckets * 4);
+		   (uint64_t)nbloom * sizeof(HW(Addr)) + (uint64_t)nbuckets * 4);
 	if (!bloom)
 		return -1;
 	buckets = (const uint32_t *)(bloom + nbloom);
@@ -340,8 +340,8 @@ long h_lookup_gnu(const struct h_image *im, const char *name, const char *versio
 
 	h1 = h_gnu_hash(name);
 	word = bloom[(h1 / BLOOM_BITS) % nbloom];
-	mask = ((ElfW(Addr))1 << (h1 % BLOOM_BITS)) |
-	       ((ElfW(Addr))1 << ((h1 >> shift) % BLOOM_BITS));
+	mask = ((HW(Addr))1 << (h1 % BLOOM_BITS)) |
+	       ((HW(Addr))1 << ((h1 >> shift) % BLOOM_BITS));
 	if ((word & mask) != mask)
 		return -1;
 	idx = buckets[h1 % nbuckets];

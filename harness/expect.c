@@ -17,33 +17,96 @@ void expect_in(struct chk *k, struct hts got, struct hts lo, struct hts hi)
 		chk_fail(k, "got %s, want [%s, %s]", TS(got), TS(lo), TS(hi));
 }
 
-/* The call failed with errno e and left the SENTINEL-filled buffer ts alone. */
-void expect_error(struct chk *k, struct h_ret r, int e, const struct vdso_timespec *ts)
+/* ------------------------------------------------------------------ */
+/* The flavours of clock_gettime and clock_getres                      */
+
+static __attribute__((unused)) struct hts hts_of_ts(const void *p)
 {
-	struct vdso_timespec sentinel;
+	const struct vdso_timespec *ts = p;
+
+	return (struct hts){ ts->tv_sec, ts->tv_nsec };
+}
+
+static __attribute__((unused)) struct hts hts_of_ts64(const void *p)
+{
+	const struct vdso_timespec64 *ts = p;
+
+	return (struct hts){ ts->tv_sec, ts->tv_nsec };
+}
+
+/* fl: the flavour of function fn (IMPL_ index impl, syscall nr), whose timespec is a type. */
+#define FLAVOUR(fl, fn, impl, nr, type, get)					\
+	static struct h_ret call_##fn(clockid_t clk, void *ts)			\
+	{									\
+		return v_##fn(clk, ts);						\
+	}									\
+	const struct ts_flavour fl = { #fn, impl, nr, sizeof(type),		\
+				       sizeof(((type *)0)->tv_sec) == sizeof(long), call_##fn, get }
+
+#ifdef H_HAS_CLOCK_GETTIME
+FLAVOUR(fl_gettime, clock_gettime, IMPL_CLOCK_GETTIME, NR_CLOCK_GETTIME, struct vdso_timespec, hts_of_ts);
+#endif
+#ifdef H_HAS_CLOCK_GETTIME64
+FLAVOUR(fl_gettime64, clock_gettime64, IMPL_CLOCK_GETTIME64, NR_CLOCK_GETTIME64, struct vdso_timespec64,
+	hts_of_ts64);
+#endif
+#ifdef H_HAS_CLOCK_GETRES
+FLAVOUR(fl_getres, clock_getres, IMPL_CLOCK_GETRES, NR_CLOCK_GETRES, struct vdso_timespec, hts_of_ts);
+#endif
+#ifdef H_HAS_CLOCK_GETRES_TIME64
+FLAVOUR(fl_getres64, clock_getres_time64, IMPL_CLOCK_GETRES_TIME64, NR_CLOCK_GETRES_TIME64,
+	struct vdso_timespec64, hts_of_ts64);
+#endif
+
+/* What an entry with this flavour's seconds stores for t: past 2038, a long keeps its low bits. */
+static struct hts as_stored(const struct ts_flavour *fl, struct hts t)
+{
+	if (fl->narrow)
+		t.sec = (long)t.sec;
+	return t;
+}
+
+/* The call failed with errno e and left the n SENTINEL-filled bytes at ts alone: 1, else 0. */
+static int failed_untouched(struct chk *k, struct h_ret r, int e, const void *ts, size_t n)
+{
+	unsigned char sentinel[sizeof(union ts_buf)];
 	const char *name = strerrorname_np(e);
 
 	if (!name)
 		name = "?";
 	if (!h_ret_errno(r, e))
 		chk_fail(k, "returned %s, want %s", RET(r), h_errno_str(e, name, (char[64]){ 0 }, 64));
-	memset(&sentinel, SENTINEL, sizeof(sentinel));
-	if (memcmp(ts, &sentinel, sizeof(*ts)) != 0)
+	memset(sentinel, SENTINEL, n);
+	return memcmp(ts, sentinel, n) == 0;
+}
+
+void expect_error(struct chk *k, struct h_ret r, int e, const struct vdso_timespec *ts)
+{
+	if (!failed_untouched(k, r, e, ts, sizeof(*ts)))
 		chk_fail(k, "wrote {%ld, %ld} into the buffer", ts->tv_sec, ts->tv_nsec);
 }
 
-#ifdef H_HAS_CLOCK_GETTIME
-/* clock_gettime(clk) between two counter reads lies in the timekeeper's bounds, plus off. */
-void expect_clock(struct chk *k, const struct tk *tk, int clk, const struct hts *off)
+void expect_failed(struct chk *k, const struct ts_flavour *fl, struct h_ret r, int e, const void *ts)
 {
-	struct vdso_timespec ts;
-	struct hts lo, hi, got;
+	if (!failed_untouched(k, r, e, ts, fl->size))
+		chk_fail(k, "wrote %s into the buffer", TS(fl->get(ts)));
+}
+
+/*
+ * The flavour's clock_gettime(clk) between two counter reads lies in the
+ * timekeeper's bounds, plus off, as its timespec stores them.
+ */
+void expect_clock_in(struct chk *k, const struct ts_flavour *fl, const struct tk *tk, int clk,
+		     const struct hts *off)
+{
+	union ts_buf ts;
+	struct hts lo, hi;
 	uint64_t c0, c1;
 	struct h_ret r;
 
 	memset(&ts, SENTINEL, sizeof(ts));
 	c0 = vdso_read_counter(tk->mode);
-	r = v_clock_gettime(clk, &ts);
+	r = fl->call(clk, &ts);
 	c1 = vdso_read_counter(tk->mode);
 	if (!h_ret_ok(r)) {
 		chk_fail(k, "returned %s", RET(r));
@@ -55,91 +118,47 @@ void expect_clock(struct chk *k, const struct tk *tk, int clk, const struct hts 
 		lo = hts_add(lo, *off);
 		hi = hts_add(hi, *off);
 	}
-	got.sec = ts.tv_sec;
-	got.nsec = ts.tv_nsec;
-	expect_in(k, got, lo, hi);
+	expect_in(k, fl->get(&ts), as_stored(fl, lo), as_stored(fl, hi));
 }
 
-/* clock_gettime(clk) comes from the syscall: it lies between two real readings. */
-void expect_syscall_clock(struct chk *k, int clk)
+/* The flavour answers as its raw syscall does: the same errno, or a value between two readings around it. */
+void expect_as_syscall(struct chk *k, const struct ts_flavour *fl, int clk)
 {
-	struct vdso_timespec ts;
-	struct hts s0, s1, got;
-	struct h_ret r;
-	int e;
-
-	memset(&ts, SENTINEL, sizeof(ts));
-	e = sys_gettime(clk, &s0);
-	r = v_clock_gettime(clk, &ts);
-	if (!e)
-		e = sys_gettime(clk, &s1);
-	if (e) {
-		chk_fail(k, "the clock_gettime(%d) syscall failed: %s", clk, strerror(-e));
-		return;
-	}
-	if (!h_ret_ok(r)) {
-		chk_fail(k, "returned %s", RET(r));
-		return;
-	}
-	got.sec = ts.tv_sec;
-	got.nsec = ts.tv_nsec;
-	expect_in(k, got, s0, s1);
-}
-
-/*
- * clock_gettime(clk) answers as the raw syscall does: the same errno, or a
- * time between two syscall readings taken around it.
- */
-void expect_as_syscall_gettime(struct chk *k, int clk)
-{
-	struct vdso_timespec ts, s0, s1;
-	struct hts got, lo, hi;
+	union ts_buf ts, s0, s1;
 	struct h_ret r;
 	int e0, e1;
 
 	memset(&ts, SENTINEL, sizeof(ts));
-	e0 = sys_clock(NR_CLOCK_GETTIME, clk, &s0);
-	r = v_clock_gettime(clk, &ts);
-	e1 = sys_clock(NR_CLOCK_GETTIME, clk, &s1);
+	e0 = sys_clock(fl->nr, clk, (void *)&s0);
+	r = fl->call(clk, &ts);
+	e1 = sys_clock(fl->nr, clk, (void *)&s1);
 	if (e0 != e1) {
 		chk_fail(k, "the syscall answered %d, then %d: no reference", e0, e1);
 		return;
 	}
 	if (e0) {
-		expect_error(k, r, -e0, &ts);
+		expect_failed(k, fl, r, -e0, &ts);
 		return;
 	}
 	if (!h_ret_ok(r)) {
 		chk_fail(k, "returned %s, the syscall succeeded", RET(r));
 		return;
 	}
-	got = (struct hts){ ts.tv_sec, ts.tv_nsec };
-	lo = (struct hts){ s0.tv_sec, s0.tv_nsec };
-	hi = (struct hts){ s1.tv_sec, s1.tv_nsec };
-	expect_in(k, got, lo, hi);
+	expect_in(k, fl->get(&ts), fl->get(&s0), fl->get(&s1));
+}
+
+#ifdef H_HAS_CLOCK_GETTIME
+void expect_clock(struct chk *k, const struct tk *tk, int clk, const struct hts *off)
+{
+	expect_clock_in(k, &fl_gettime, tk, clk, off);
+}
+
+/* clock_gettime(clk) comes from the syscall: it lies between two real readings. */
+void expect_syscall_clock(struct chk *k, int clk)
+{
+	expect_as_syscall(k, &fl_gettime, clk);
 }
 #endif /* H_HAS_CLOCK_GETTIME */
-
-#ifdef H_HAS_CLOCK_GETRES
-/* clock_getres(clk) answers exactly as the raw syscall does. */
-void expect_as_syscall_getres(struct chk *k, int clk)
-{
-	struct vdso_timespec ts, want;
-	struct h_ret r;
-	int e;
-
-	memset(&ts, SENTINEL, sizeof(ts));
-	e = sys_clock(NR_CLOCK_GETRES, clk, &want);
-	r = v_clock_getres(clk, &ts);
-	if (e)
-		expect_error(k, r, -e, &ts);
-	else if (!h_ret_ok(r))
-		chk_fail(k, "returned %s, the syscall succeeded", RET(r));
-	else if (ts.tv_sec != want.tv_sec || ts.tv_nsec != want.tv_nsec)
-		chk_fail(k, "{%ld, %ld}, the syscall says {%ld, %ld}", ts.tv_sec, ts.tv_nsec,
-			 want.tv_sec, want.tv_nsec);
-}
-#endif /* H_HAS_CLOCK_GETRES */
 
 #ifdef H_HAS_GETTIMEOFDAY
 void expect_gettimeofday(struct chk *k, const struct tk *tk, const vdso_time_data_t *tzpage)
@@ -163,6 +182,9 @@ void expect_gettimeofday(struct chk *k, const struct tk *tk, const vdso_time_dat
 	hi = tk_expect(tk, C_REALTIME, c1);
 	lo.nsec = lo.nsec / 1000 * 1000;
 	hi.nsec = hi.nsec / 1000 * 1000;
+	/* tv_sec is a long: past 2038 a 32-bit one keeps the low bits, as Linux's does. */
+	lo.sec = (long)lo.sec;
+	hi.sec = (long)hi.sec;
 	if (tv.tv_usec < 0 || tv.tv_usec >= 1000000) {
 		chk_fail(k, "tv_usec %ld is not normalised", tv.tv_usec);
 		return;

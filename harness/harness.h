@@ -3,15 +3,24 @@
  * ELF reader (elf.c) and the checks (internal.h and the other files of harness/).
  *
  * The harness is built for the target it tests (natively or for qemu-user),
- * so the image's ELF class and byte order are the harness's own: ElfW()
- * from <link.h> gives the right structures.
+ * so the image's byte order is the harness's own; its ELF class is too,
+ * except for an x32 image, which a 64-bit harness runs.  HW() names the
+ * image's structures; the driver passes -DH_IMAGE_CLASS.
  */
 #ifndef VDSOGEN_HARNESS_H
 #define VDSOGEN_HARNESS_H
 
-#include <link.h>
+#include <elf.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#if H_IMAGE_CLASS == 32
+#define HW(type)	Elf32_##type
+#elif H_IMAGE_CLASS == 64
+#define HW(type)	Elf64_##type
+#else
+#error "H_IMAGE_CLASS must be 32 or 64"
+#endif
 
 /*
  * What an entry point handed back: the return register and the convention's
@@ -63,11 +72,11 @@ struct h_image {
 	uint64_t		exec_lo, exec_hi;	/* vaddr range of the executable PT_LOAD */
 	const char		*strtab;
 	size_t			strsz;
-	const ElfW(Sym)		*symtab;
+	const HW(Sym)		*symtab;
 	size_t			nsyms;
 	const uint32_t		*hash;		/* DT_HASH */
 	const uint32_t		*gnu_hash;	/* DT_GNU_HASH */
-	const ElfW(Half)	*versym;
+	const HW(Half)	*versym;
 	const unsigned char	*verdef;
 	size_t			verdefnum;
 	const char		*soname;
@@ -89,6 +98,6 @@ int h_symbol_version(const struct h_image *im, long idx, const char **vname,
 		     uint32_t *vhash, unsigned int *vflags, int *hidden,
 		     char *err, size_t errlen);
 
-const char *h_sym_name(const struct h_image *im, const ElfW(Sym) *sym);
+const char *h_sym_name(const struct h_image *im, const HW(Sym) *sym);
 
 #endif /* VDSOGEN_HARNESS_H */

@@ -14,9 +14,16 @@
 
 #include "internal.h"
 
+/* A 32-bit image in a 64-bit harness (x32) lives below 4 GiB, as in its own tasks. */
+#if H_IMAGE_CLASS == 32 && UINTPTR_MAX > 0xffffffffU && defined(MAP_32BIT)
+#define MAP_LOW		MAP_32BIT
+#else
+#define MAP_LOW		0
+#endif
+
 unsigned char *h_data;
-static unsigned char *h_text;		/* the image, right above the data pages */
-static size_t h_image_size;
+unsigned char *h_text;
+size_t h_image_size;
 static struct h_image h_im;
 
 int map_image(const char *path)
@@ -47,7 +54,7 @@ int map_image(const char *path)
 	 * negative clock id used as an index, say) faults instead of finding
 	 * whatever happens to be mapped there.
 	 */
-	res = mmap(NULL, total + 2 * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	res = mmap(NULL, total + 2 * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_LOW, -1, 0);
 	if (res == MAP_FAILED) {
 		report_fail("map", "reserving %zu bytes: %s", total + 2 * ps, strerror(errno));
 		close(fd);
@@ -88,7 +95,7 @@ int check_image(void)
 {
 	char err[256];
 
-	if (h_image_parse(&h_im, h_text, h_image_size, H_ELF_CLASS, H_ELF_DATA, H_ELF_MACHINE,
+	if (h_image_parse(&h_im, h_text, h_image_size, H_IMAGE_CLASS, H_ELF_DATA, H_ELF_MACHINE,
 			  err, sizeof(err)) != 0) {
 		report_fail("image", "%s", err);
 		return -1;
@@ -137,7 +144,7 @@ static long symbol_index(const char *name)
 static void check_symbol(long i)
 {
 	const struct h_symbol *s = &h_symbols[i];
-	const ElfW(Sym) *sym;
+	const HW(Sym) *sym;
 	const char *vname;
 	uint32_t vhash;
 	unsigned int vflags, type, bind;

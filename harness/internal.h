@@ -5,9 +5,10 @@
  *   image.c	the image mapped as the kernel maps it; symbols, trampolines
  *   timekeeper.c	time arithmetic, the counter's calibration, the timekeeper
  *   expect.c	check bodies the groups share
- *   checks-clock.c	clock_gettime, clock_getres, gettimeofday, time, getcpu
+ *   checks-clock.c	clock_gettime, clock_getres (and time64), gettimeofday, time, getcpu, 2038
  *   checks-modes.c	clock modes, max_cycles, the time namespace
  *   seqcount.c	a writer rewriting the page while readers run
+ *   unwind.c	unwinding through the signal trampolines, and sigreturn
  *   main.c	the order of the groups, the arch checks, --bench
  *
  * plus elf.c (harness.h) and, for targets with functions an arch fragment
@@ -45,6 +46,13 @@
 #else
 #define NR_GETCPU		SYS_getcpu
 #endif
+/* 32-bit ABIs: the time64 syscalls (the model insists on their numbers where they are exported). */
+#ifdef VDSO_NR_clock_gettime64
+#define NR_CLOCK_GETTIME64	VDSO_NR_clock_gettime64
+#endif
+#ifdef VDSO_NR_clock_getres_time64
+#define NR_CLOCK_GETRES_TIME64	VDSO_NR_clock_getres_time64
+#endif
 
 /* A call's result as the target's convention shows it, for messages. */
 #define RET(r)		h_ret_str((r), (char[64]){ 0 }, 64)
@@ -78,6 +86,8 @@ void pin_cpus(void);
 /* image.c                                                             */
 
 extern unsigned char *h_data;		/* first data page */
+extern unsigned char *h_text;		/* the image, right above the data pages */
+extern size_t h_image_size;
 
 #define H_PAGE(n)	(h_data + (size_t)(n) * VDSO_PAGE_SIZE)
 
@@ -187,17 +197,78 @@ void tk_scribble(vdso_time_data_t *td, unsigned long n);
 /* Fresh pages for a group: zeroes, then one complete update (at @rate, or the calibrated one). */
 void tk_fresh_at(struct tk *tk, int32_t mode, const struct rate *rate);
 void tk_fresh(struct tk *tk, int32_t mode);
+/* Fresh pages for @mode with its counter's own page in @state, at its rate, which it returns. */
+uint64_t tk_fresh_state(struct tk *tk, int32_t mode, int state);
+
+#ifdef HARNESS_HAVE_CLOCK_MODES
+/*
+ * The writer of the pages some clock modes' counters read (x86's pvclock
+ * and hvclock), arch/ARCH/harness-clockmodes.h.j2, defined in the file
+ * that defines HARNESS_CLOCK_MODES_IMPL:
+ *
+ *   harness_mode_page(mode)	the counter of @mode reads a page of its own
+ *   harness_mode_setup(mode, state, tsc_hz)
+ *				writes it, in state 0 as its writer keeps it, else
+ *				as harness_mode_state() names it; returns the
+ *				counter's rate in Hz
+ *   harness_mode_state(mode, state, &syscall)
+ *				the name of @state >= 1 (NULL past the last), and
+ *				whether the counter clocks then make the syscall
+ *   harness_mode_update_begin(mode, n), harness_mode_update_end(mode)
+ *				an update under the page's protocol: garbage in
+ *				every field a torn read would use, then the page
+ *				as it was
+ *   harness_mode_update_waits(mode)
+ *				readers wait an update out (else they make the
+ *				syscall meanwhile)
+ *   harness_mode_now(mode)	the counter now, from the writer's own copy
+ */
+int harness_mode_page(int32_t mode);
+uint64_t harness_mode_setup(int32_t mode, int state, uint64_t tsc_hz);
+const char *harness_mode_state(int32_t mode, int state, int *syscall);
+void harness_mode_update_begin(int32_t mode, unsigned long n);
+void harness_mode_update_end(int32_t mode);
+int harness_mode_update_waits(int32_t mode);
+uint64_t harness_mode_now(int32_t mode);
+#endif
 
 /* ------------------------------------------------------------------ */
 /* expect.c                                                            */
 
+/*
+ * A flavour of clock_gettime or clock_getres: the native timespec (long
+ * seconds, which Linux truncates to 32 bits on 32-bit ABIs past 2038), or
+ * the time64 one.  The checks that serve both take one of these.
+ */
+struct ts_flavour {
+	const char	*name;		/* the function, and the prefix of its checks */
+	int		impl;		/* its IMPL_ index in h_fn[] */
+	long		nr;		/* its syscall */
+	size_t		size;		/* of its timespec */
+	int		narrow;		/* its seconds are a native long */
+	struct h_ret	(*call)(clockid_t clk, void *ts);
+	struct hts	(*get)(const void *ts);
+};
+
+/* Room for either timespec. */
+union ts_buf {
+	struct vdso_timespec	ts;
+	struct vdso_timespec64	ts64;
+};
+
+/* Exported functions only (H_HAS_<NAME>). */
+extern const struct ts_flavour fl_gettime, fl_gettime64, fl_getres, fl_getres64;
+
 void expect_in(struct chk *k, struct hts got, struct hts lo, struct hts hi);
 /* The call failed with errno e and left the SENTINEL-filled buffer ts alone. */
 void expect_error(struct chk *k, struct h_ret r, int e, const struct vdso_timespec *ts);
+void expect_failed(struct chk *k, const struct ts_flavour *fl, struct h_ret r, int e, const void *ts);
 void expect_clock(struct chk *k, const struct tk *tk, int clk, const struct hts *off);
+void expect_clock_in(struct chk *k, const struct ts_flavour *fl, const struct tk *tk, int clk,
+		     const struct hts *off);
 void expect_syscall_clock(struct chk *k, int clk);
-void expect_as_syscall_gettime(struct chk *k, int clk);
-void expect_as_syscall_getres(struct chk *k, int clk);
+/* The flavour answers for clk as its raw syscall does (same errno, or a value between two of its readings). */
+void expect_as_syscall(struct chk *k, const struct ts_flavour *fl, int clk);
 void expect_gettimeofday(struct chk *k, const struct tk *tk, const vdso_time_data_t *tzpage);
 void expect_time(struct chk *k, long want);
 void expect_time_syscall(struct chk *k);
@@ -209,6 +280,11 @@ void grp_clock_gettime(void);
 void grp_clock_gettime_ids(void);
 void grp_clock_getres(void);
 void grp_clock_getres_ids(void);
+void grp_clock_gettime64(void);
+void grp_clock_gettime64_ids(void);
+void grp_clock_getres_time64(void);
+void grp_clock_getres_time64_ids(void);
+void grp_y2038(void);
 void grp_gettimeofday(void);
 void grp_time(void);
 void grp_getcpu(void);
@@ -218,5 +294,17 @@ void grp_timens(void);
 void grp_seqcount(void);
 /* Stop a writer or finisher thread, if one runs (after a crash, say). */
 void thread_stop(void);
+
+/* ------------------------------------------------------------------ */
+/* unwind.c                                                            */
+
+/* Unwinding through the signal trampolines, and returning through them. */
+void grp_unwind(void);
+
+/* ------------------------------------------------------------------ */
+/* trap.c (H_TRAP_SYSCALLS)                                            */
+
+int trap_install(uintptr_t lo, uintptr_t hi);
+void grp_trap(void);
 
 #endif /* VDSOGEN_HARNESS_INTERNAL_H */

@@ -116,6 +116,10 @@ int main(int argc, char **argv)
 	note_unresolved();
 	check_trampolines();
 	check_syscall_numbers();
+#if H_TRAP_SYSCALLS
+	if (trap_install((uintptr_t)h_text, (uintptr_t)h_text + h_image_size) != 0)
+		return finish();
+#endif
 	if (calibrate() != 0)
 		return finish();
 
@@ -131,6 +135,18 @@ int main(int argc, char **argv)
 		group("clock_getres ids", grp_clock_getres_ids);
 	}
 #endif
+#ifdef H_HAS_CLOCK_GETTIME64
+	if (h_fn[IMPL_CLOCK_GETTIME64]) {
+		group("clock_gettime64", grp_clock_gettime64);
+		group("clock_gettime64 ids", grp_clock_gettime64_ids);
+	}
+#endif
+#ifdef H_HAS_CLOCK_GETRES_TIME64
+	if (h_fn[IMPL_CLOCK_GETRES_TIME64]) {
+		group("clock_getres_time64", grp_clock_getres_time64);
+		group("clock_getres_time64 ids", grp_clock_getres_time64_ids);
+	}
+#endif
 #ifdef H_HAS_GETTIMEOFDAY
 	if (h_fn[IMPL_GETTIMEOFDAY])
 		group("gettimeofday", grp_gettimeofday);
@@ -143,6 +159,7 @@ int main(int argc, char **argv)
 	if (h_fn[IMPL_GETCPU])
 		group("getcpu", grp_getcpu);
 #endif
+	group("y2038", grp_y2038);
 #ifdef H_HAS_CLOCK_GETTIME
 	if (h_fn[IMPL_CLOCK_GETTIME]) {
 		group("clock_mode", grp_clock_modes);
@@ -155,6 +172,10 @@ int main(int argc, char **argv)
 		group("seqcount", grp_seqcount);
 	}
 #endif
+#if H_TRAP_SYSCALLS
+	group("trap", grp_trap);
+#endif
 	group("arch", grp_arch);
+	group("unwind", grp_unwind);
 	return finish();
 }

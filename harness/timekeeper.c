@@ -60,13 +60,22 @@ const char *hts_str(struct hts t, char *buf, size_t n)
 
 #define TS(t)	hts_str((t), (char[48]){ 0 }, 48)
 
-/* (delta * mult + base) >> shift, as the core computes it. */
+/*
+ * (delta * mult + base) >> shift, exact past 64 bits as the core's wide
+ * branch is: where the compiler has no 128-bit type (32-bit harnesses), the
+ * value as its bits from 32 up (top) and its low 32 bits.
+ */
 static uint64_t mul_shift(uint64_t delta, uint32_t mult, uint64_t base, uint32_t shift)
 {
 #ifdef __SIZEOF_INT128__
 	return (uint64_t)(((unsigned __int128)delta * mult + base) >> shift);
 #else
-	return (delta * mult + base) >> shift;
+	uint64_t low = (uint64_t)(uint32_t)delta * mult + (uint32_t)base;
+	uint64_t top = (delta >> 32) * mult + (base >> 32) + (low >> 32);
+
+	if (shift >= 32)
+		return top >> (shift - 32);
+	return (top << (32 - shift)) | ((uint32_t)low >> shift);
 #endif
 }
 
@@ -327,18 +336,49 @@ void tk_scribble(vdso_time_data_t *td, unsigned long n)
 		}
 }
 
-void tk_fresh_at(struct tk *tk, int32_t mode, const struct rate *rate)
+/*
+ * Zeroed pages, the page of @mode's counter (if it reads one) in @state,
+ * then one complete update at @rate, or else at the counter's own rate:
+ * the calibrated one, or the page's (kvm-clock counts nanoseconds, say).
+ */
+static uint64_t tk_fresh_pages(struct tk *tk, int32_t mode, int state, const struct rate *rate)
 {
+	struct rate own;
+	uint64_t hz = h_hz;
+
 	memset(h_data, 0, (size_t)VDSO_DATA_PAGES * VDSO_PAGE_SIZE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#ifdef HARNESS_HAVE_CLOCK_MODES
+	if (harness_mode_page(mode))
+		hz = harness_mode_setup(mode, state, h_hz);
+#else
+	(void)state;
+#endif
+	if (!rate && hz == h_hz) {
+		rate = &h_rate;
+	} else if (!rate) {
+		pick_rate(hz, 600, &own);
+		rate = &own;
+	}
 	tk_init(tk, mode, rate);
 	tk_publish(page_time(), tk);
 #ifdef HARNESS_HAVE_ARCH_DATA
 	harness_arch_fill(H_PAGE(VDSO_PAGE_ARCH), h_hz);
 #endif
+	return hz;
+}
+
+void tk_fresh_at(struct tk *tk, int32_t mode, const struct rate *rate)
+{
+	tk_fresh_pages(tk, mode, 0, rate);
+}
+
+uint64_t tk_fresh_state(struct tk *tk, int32_t mode, int state)
+{
+	return tk_fresh_pages(tk, mode, state, NULL);
 }
 
 void tk_fresh(struct tk *tk, int32_t mode)
 {
-	tk_fresh_at(tk, mode, &h_rate);
+	tk_fresh_pages(tk, mode, 0, NULL);
 }

@@ -10,7 +10,8 @@ python3-setuptools python3-venv python3-pip
 clang-19 lld-19 llvm-19 qemu-user-static make
 gcc libc6-dev
 gcc-aarch64-linux-gnu libc6-dev-arm64-cross
-gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross"
+gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross
+gcc-i686-linux-gnu libc6-dev-i386-cross"
 
 missing=""
 for p in $PKGS; do

@@ -14,7 +14,7 @@ from vdsogen.audit.check import build_validator  # noqa: E402
 from vdsogen.spec.model import load_target  # noqa: E402
 from vdsogen.build.toolchain import Builder  # noqa: E402
 
-TARGETS = ("x86_64", "arm64", "ppc64le")
+TARGETS = ("x86_64", "arm64", "ppc64le", "x32", "i386")
 
 
 @pytest.fixture(scope="session")

@@ -28,6 +28,7 @@ COMMON_CFLAGS = (
 class Tools:
     kind: str          # "llvm" or "gnu"
     cc: tuple          # compiler driver and target selection
+    link: tuple        # the driver and target selection for the link
     ld: tuple          # extra driver flags that select the linker
     objcopy: str
     describe: str
@@ -49,9 +50,11 @@ def select_tools(target, env=None):
             prefix, suffix = llvm if llvm.endswith("/") else llvm + "/", ""
         cc = f"{prefix}clang{suffix}"
         return Tools("llvm", (cc, f"--target={tc.clang_target}"),
+                     (cc, f"--target={tc.link_clang_target or tc.clang_target}"),
                      (f"--ld-path={prefix}ld.lld{suffix}",), f"{prefix}llvm-objcopy{suffix}",
                      f"{cc} + ld.lld{suffix}")
-    return Tools("gnu", (f"{cross}gcc",), (), f"{cross}objcopy", f"{cross}gcc + {cross}ld")
+    return Tools("gnu", (f"{cross}gcc",), (f"{cross}gcc", *tc.link_gnu_flags), (), f"{cross}objcopy",
+                 f"{cross}gcc + {cross}ld")
 
 
 def _require(program):
@@ -95,11 +98,15 @@ class Builder:
         tag = "AS" if src.suffix == ".S" else "CC"
         argv = [*self.tools.cc, *self.cflags(), "-I", str(src.parent), "-c", str(src), "-o", str(obj)]
         self.run(tag, obj, argv)
+        fmt = self.target.toolchain.object_format
+        if fmt:
+            # As Linux builds the x32 vDSO: objects of the 64-bit ABI, converted.
+            self.run("OBJCOPY", obj, [self.tools.objcopy, "-O", fmt, str(obj), str(obj)])
 
     def link(self, objs, script, out, drop=()):
         """Link; `drop` removes -Wl, options (tests build careless images with it)."""
         t = self.target
-        argv = [*self.tools.cc, *self.tools.ld, "-nostdlib", "-shared",
+        argv = [*self.tools.link, *self.tools.ld, "-nostdlib", "-shared",
                 f"-Wl,-T,{script}", "-Wl,--hash-style=both", "-Wl,--build-id=sha1",
                 f"-Wl,-soname={t.soname}", "-Wl,-z,noexecstack", "-Wl,-z,defs",
                 "-Wl,--no-undefined", f"-Wl,-z,max-page-size={t.datapage.page_size}",

@@ -109,7 +109,7 @@ def build_harness(target, workdir, builder=None):
             csources.append(hdir / name)
 
     exe = hdir / "harness"
-    argv = [cc, *HARNESS_CFLAGS, *target.toolchain.harness_cflags,
+    argv = [cc, *HARNESS_CFLAGS, f"-DH_IMAGE_CLASS={target.elf.elf_class}", *target.toolchain.harness_cflags,
             "-I", str(hdir), "-I", str(paths.HARNESS),
             *(str(s) for s in csources), "-o", str(exe)]
     builder.log("HOSTCC", exe, argv)

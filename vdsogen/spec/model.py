@@ -113,6 +113,17 @@ class Toolchain:
     gnu_cflags: tuple      # for the GNU compiler only: options clang rejects (-ffixed-r30)
     ldflags: tuple
     harness_cflags: tuple
+    # Linux builds some images from objects of another ABI, converted (x32:
+    # the x86-64 objects as elf32-x86-64): the format to convert every
+    # object to before linking, and how the link selects the target ABI.
+    object_format: str | None
+    link_clang_target: str | None
+    link_gnu_flags: tuple
+
+
+@dataclass(frozen=True)
+class Harness:
+    trap_syscalls: bool    # answer the image's syscalls from a SIGSYS handler (arch/<arch>/harness-trap.h.j2)
 
 
 @dataclass(frozen=True)
@@ -133,6 +144,7 @@ class Target:
     entry_style: str
     getcpu: str | None     # arch fragment getcpu-NAME.h.j2 answering in user space, or None: the syscall
     toolchain: Toolchain
+    harness: Harness
 
     @property
     def description(self):
@@ -402,13 +414,23 @@ def _parse(name, path, top, tree):
         tuple(tc.list("cflags", str, [], "a string")),
         tuple(tc.list("gnu_cflags", str, [], "a string")),
         tuple(tc.list("ldflags", str, [], "a string")),
-        tuple(tc.list("harness_cflags", str, [], "a string")))
+        tuple(tc.list("harness_cflags", str, [], "a string")),
+        tc.str("object_format", None), tc.str("link_clang_target", None),
+        tuple(tc.list("link_gnu_flags", str, [], "a string")))
     tc.done()
+
+    ht = top.table("harness", None)
+    harness = Harness(False)
+    if ht is not None:
+        harness = Harness(ht.bool("trap_syscalls", False))
+        if harness.trap_syscalls:
+            need_fragment(ht, "trap_syscalls", "harness-trap.h.j2")
+        ht.done()
     top.done()
 
     return Target(name, str(path), abi, arch, tuple(str(r) for r in tree.roots), elf, soname, versions,
                   tuple(exports), tuple(trampolines), counter, syscalls, datapage,
-                  entry_style, getcpu, toolchain)
+                  entry_style, getcpu, toolchain, harness)
 
 
 def _is_ident(s):

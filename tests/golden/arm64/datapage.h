@@ -3,7 +3,8 @@
  * specs/layouts/linux-6.17.toml: Linux generic data store (v6.17+): time, timens, rng, arch pages.
  *
  * Shared by the vDSO and by the test harness that plays the timekeeper.
- * Every field is fixed-width and naturally aligned, so 32-bit and 64-bit
+ * Every field is fixed-width and naturally aligned (64-bit ones explicitly:
+ * i386 would align them to 4 inside structures), so 32-bit and 64-bit
  * readers of the same page agree on every offset.
  */
 #ifndef VDSOGEN_DATAPAGE_H
@@ -24,16 +25,16 @@
 
 /* One clock base: seconds, and nanoseconds (left-shifted by 'shift' for counter clocks). */
 struct vdso_timestamp {
-	uint64_t	sec;
-	uint64_t	nsec;
+	uint64_t	sec __attribute__((aligned(8)));
+	uint64_t	nsec __attribute__((aligned(8)));
 };
 
 /* One clock record; on a time-namespace page basetime[] holds the namespace offsets. */
 struct vdso_clock {
 	uint32_t	seq;
 	int32_t	clock_mode;
-	uint64_t	cycle_last;
-	uint64_t	mask;
+	uint64_t	cycle_last __attribute__((aligned(8)));
+	uint64_t	mask __attribute__((aligned(8)));
 	uint32_t	mult;
 	uint32_t	shift;
 	struct vdso_timestamp	basetime[12];
@@ -51,7 +52,7 @@ struct vdso_time_data {
 
 /* getrandom() generation counter and readiness. */
 struct vdso_rng_data {
-	uint64_t	generation;
+	uint64_t	generation __attribute__((aligned(8)));
 	uint8_t	is_ready;
 };
 

@@ -3,7 +3,8 @@
  * specs/layouts/linux-6.17-x86.toml: Linux generic data store (v6.17+), x86: max_cycles, pvclock and hvclock pages.
  *
  * Shared by the vDSO and by the test harness that plays the timekeeper.
- * Every field is fixed-width and naturally aligned, so 32-bit and 64-bit
+ * Every field is fixed-width and naturally aligned (64-bit ones explicitly:
+ * i386 would align them to 4 inside structures), so 32-bit and 64-bit
  * readers of the same page agree on every offset.
  */
 #ifndef VDSOGEN_DATAPAGE_H
@@ -26,17 +27,17 @@
 
 /* One clock base: seconds, and nanoseconds (left-shifted by 'shift' for counter clocks). */
 struct vdso_timestamp {
-	uint64_t	sec;
-	uint64_t	nsec;
+	uint64_t	sec __attribute__((aligned(8)));
+	uint64_t	nsec __attribute__((aligned(8)));
 };
 
 /* One clock record, with x86's overflow guard; on a time-namespace page basetime[] holds the offsets. */
 struct vdso_clock {
 	uint32_t	seq;
 	int32_t	clock_mode;
-	uint64_t	cycle_last;
-	uint64_t	max_cycles;
-	uint64_t	mask;
+	uint64_t	cycle_last __attribute__((aligned(8)));
+	uint64_t	max_cycles __attribute__((aligned(8)));
+	uint64_t	mask __attribute__((aligned(8)));
 	uint32_t	mult;
 	uint32_t	shift;
 	struct vdso_timestamp	basetime[12];
@@ -54,8 +55,28 @@ struct vdso_time_data {
 
 /* getrandom() generation counter and readiness. */
 struct vdso_rng_data {
-	uint64_t	generation;
+	uint64_t	generation __attribute__((aligned(8)));
 	uint8_t	is_ready;
+};
+
+/* kvm-clock's time of vCPU0, at the start of the pvclock page; odd version = update in progress. */
+struct pvclock_vcpu_time_info {
+	uint32_t	version;
+	uint32_t	pad0;
+	uint64_t	tsc_timestamp __attribute__((aligned(8)));
+	uint64_t	system_time __attribute__((aligned(8)));
+	uint32_t	tsc_to_system_mul;
+	int8_t	tsc_shift;
+	uint8_t	flags;
+	uint8_t	pad[2];
+};
+
+/* Hyper-V's reference TSC page: 100 ns units; tsc_sequence 0 = invalid, a change = retry. */
+struct ms_hyperv_tsc_page {
+	uint32_t	tsc_sequence;
+	uint32_t	reserved1;
+	uint64_t	tsc_scale __attribute__((aligned(8)));
+	int64_t	tsc_offset __attribute__((aligned(8)));
 };
 
 /* The offsets vdsogen computed from the layout, checked by the compiler. */
@@ -81,5 +102,19 @@ _Static_assert(offsetof(struct vdso_time_data, __unused) == 2332, "offset of vds
 _Static_assert(sizeof(struct vdso_rng_data) == 16, "size of struct vdso_rng_data");
 _Static_assert(offsetof(struct vdso_rng_data, generation) == 0, "offset of vdso_rng_data.generation");
 _Static_assert(offsetof(struct vdso_rng_data, is_ready) == 8, "offset of vdso_rng_data.is_ready");
+_Static_assert(sizeof(struct pvclock_vcpu_time_info) == 32, "size of struct pvclock_vcpu_time_info");
+_Static_assert(offsetof(struct pvclock_vcpu_time_info, version) == 0, "offset of pvclock_vcpu_time_info.version");
+_Static_assert(offsetof(struct pvclock_vcpu_time_info, pad0) == 4, "offset of pvclock_vcpu_time_info.pad0");
+_Static_assert(offsetof(struct pvclock_vcpu_time_info, tsc_timestamp) == 8, "offset of pvclock_vcpu_time_info.tsc_timestamp");
+_Static_assert(offsetof(struct pvclock_vcpu_time_info, system_time) == 16, "offset of pvclock_vcpu_time_info.system_time");
+_Static_assert(offsetof(struct pvclock_vcpu_time_info, tsc_to_system_mul) == 24, "offset of pvclock_vcpu_time_info.tsc_to_system_mul");
+_Static_assert(offsetof(struct pvclock_vcpu_time_info, tsc_shift) == 28, "offset of pvclock_vcpu_time_info.tsc_shift");
+_Static_assert(offsetof(struct pvclock_vcpu_time_info, flags) == 29, "offset of pvclock_vcpu_time_info.flags");
+_Static_assert(offsetof(struct pvclock_vcpu_time_info, pad) == 30, "offset of pvclock_vcpu_time_info.pad");
+_Static_assert(sizeof(struct ms_hyperv_tsc_page) == 24, "size of struct ms_hyperv_tsc_page");
+_Static_assert(offsetof(struct ms_hyperv_tsc_page, tsc_sequence) == 0, "offset of ms_hyperv_tsc_page.tsc_sequence");
+_Static_assert(offsetof(struct ms_hyperv_tsc_page, reserved1) == 4, "offset of ms_hyperv_tsc_page.reserved1");
+_Static_assert(offsetof(struct ms_hyperv_tsc_page, tsc_scale) == 8, "offset of ms_hyperv_tsc_page.tsc_scale");
+_Static_assert(offsetof(struct ms_hyperv_tsc_page, tsc_offset) == 16, "offset of ms_hyperv_tsc_page.tsc_offset");
 
 #endif /* VDSOGEN_DATAPAGE_H */

@@ -28,18 +28,143 @@ static __always_inline void vdso_cpu_relax(void)
 	__asm__ __volatile__("pause" : : : "memory");
 }
 
+/* x86's clock modes (Linux: asm/vdso/clocksource.h). */
+#define VDSO_CLOCKMODE_TSC	1
+#define VDSO_CLOCKMODE_PVCLOCK	2
+#define VDSO_CLOCKMODE_HVCLOCK	3
+
 /*
  * The TSC.  The kernel patches its own images' bare rdtsc into an ordered
  * form at boot; an image nobody patches must order the read itself, or it
  * may run ahead of the seqcount load.
  */
-static __always_inline uint64_t vdso_read_counter(int32_t mode)
+static __always_inline uint64_t vdso_rdtsc(void)
 {
 	uint32_t lo, hi;
 
-	(void)mode;
 	__asm__ __volatile__("lfence\n\trdtsc" : "=a"(lo), "=d"(hi) : : "memory");
 	return ((uint64_t)hi << 32) | lo;
+}
+
+#include <stdbool.h>
+
+/*
+ * The paravirtual clocks read pages of their own below the text, reached
+ * like the time page through the hidden symbols the linker script places
+ * there.  (The test harness, which maps those pages itself, defines
+ * VDSO_DATA_PAGE to point at its copies.)
+ */
+#ifndef VDSO_DATA_PAGE
+#define VDSO_DATA_PAGE(sym, role)	(&(sym))
+#endif
+
+/*
+ * A paravirtual clock that cannot answer reads as U64_MAX, negative as an
+ * s64: the core then makes the syscall, as Linux's vDSO does.
+ */
+#define VDSO_CYCLES_INVALID	UINT64_MAX
+
+#define vdso_cycles_ok vdso_cycles_ok
+static __always_inline bool vdso_cycles_ok(uint64_t cycles)
+{
+	return (int64_t)cycles >= 0;
+}
+
+/* The host keeps the vCPUs' TSCs in step: the vDSO may use vCPU0's entry on any CPU. */
+#define PVCLOCK_TSC_STABLE_BIT	(1U << 0)
+
+extern struct pvclock_vcpu_time_info pvclock_page __attribute__((visibility("hidden")));
+
+/*
+ * kvm-clock's scaling: @delta shifted left by @shift (right when negative),
+ * times @mul as a 32.32 fraction, i.e. the 96-bit product's bits 32..95.
+ * Two 32x32 multiplies, so 32-bit images need no libgcc helper.
+ */
+static __always_inline uint64_t vdso_pvclock_scale(uint64_t delta, uint32_t mul, int8_t shift)
+{
+	if (shift < 0)
+		delta >>= -shift;
+	else
+		delta <<= shift;
+	return (uint64_t)(uint32_t)(delta >> 32) * mul + (((uint64_t)(uint32_t)delta * mul) >> 32);
+}
+
+/*
+ * Nanoseconds of kvm-clock from vCPU0's entry.  The host makes version odd
+ * while it rewrites the entry: wait until it is even, read, and start over
+ * if it changed meanwhile.  Without PVCLOCK_TSC_STABLE_BIT the TSC of this
+ * CPU may disagree with vCPU0's: only the syscall can answer.  Out of
+ * line, as the Hyper-V read: inlined into every entry point, the two would
+ * spread the entries over two pages (rule S006).
+ */
+static __attribute__((noinline, unused)) uint64_t vdso_read_pvclock(void)
+{
+	const volatile struct pvclock_vcpu_time_info *pvti = VDSO_DATA_PAGE(pvclock_page, PVCLOCK);
+	uint32_t version;
+	uint64_t ns;
+
+	for (;;) {
+		version = pvti->version;
+		if (version & 1) {
+			vdso_cpu_relax();
+			continue;
+		}
+		vdso_rmb();
+		if (!(pvti->flags & PVCLOCK_TSC_STABLE_BIT))
+			return VDSO_CYCLES_INVALID;
+		ns = pvti->system_time + vdso_pvclock_scale(vdso_rdtsc() - pvti->tsc_timestamp,
+							    pvti->tsc_to_system_mul, pvti->tsc_shift);
+		vdso_rmb();
+		if (pvti->version == version)
+			return ns;
+	}
+}
+
+extern struct ms_hyperv_tsc_page hvclock_page __attribute__((visibility("hidden")));
+
+/* The high 64 bits of a 64x64 product, from four 32x32 multiplies (no libgcc on 32-bit images). */
+static __always_inline uint64_t vdso_mul_hi64(uint64_t a, uint64_t b)
+{
+	uint32_t a0 = (uint32_t)a, a1 = (uint32_t)(a >> 32), b0 = (uint32_t)b, b1 = (uint32_t)(b >> 32);
+	uint64_t lo = (uint64_t)a0 * b0, m1 = (uint64_t)a0 * b1, m2 = (uint64_t)a1 * b0;
+	uint64_t carry = (lo >> 32) + (uint32_t)m1 + (uint32_t)m2;
+
+	return (uint64_t)a1 * b1 + (m1 >> 32) + (m2 >> 32) + (carry >> 32);
+}
+
+/*
+ * Hyper-V reference time (100 ns units) from its TSC page.  Sequence 0
+ * means the page is not valid now (only the syscall can answer); a sequence
+ * that changed across the read means the hypervisor rewrote it: read again.
+ */
+static __attribute__((noinline, unused)) uint64_t vdso_read_hvclock(void)
+{
+	const volatile struct ms_hyperv_tsc_page *tp = VDSO_DATA_PAGE(hvclock_page, HVCLOCK);
+	uint64_t scale, offset, tsc;
+	uint32_t seq;
+
+	do {
+		seq = tp->tsc_sequence;
+		if (!seq)
+			return VDSO_CYCLES_INVALID;
+		vdso_rmb();
+		scale = tp->tsc_scale;
+		offset = (uint64_t)tp->tsc_offset;
+		tsc = vdso_rdtsc();
+		vdso_rmb();
+	} while (tp->tsc_sequence != seq);
+	return vdso_mul_hi64(tsc, scale) + offset;
+}
+
+/* The counter of clock @mode: the TSC, kvm-clock's nanoseconds, Hyper-V's reference time. */
+static __always_inline uint64_t vdso_read_counter(int32_t mode)
+{
+	if (mode == VDSO_CLOCKMODE_PVCLOCK)
+		return vdso_read_pvclock();
+	if (mode == VDSO_CLOCKMODE_HVCLOCK)
+		return vdso_read_hvclock();
+	(void)mode;
+	return vdso_rdtsc();
 }
 
 /* syscall: number in rax, arguments in rdi, rsi, rdx; rcx and r11 are clobbered. */
@@ -52,6 +177,33 @@ static __always_inline long vdso_syscall(long nr, long a0, long a1, long a2)
 			     : "a"(nr), "D"(a0), "S"(a1), "d"(a2)
 			     : "rcx", "r11", "memory");
 	return ret;
+}
+
+#include <stdbool.h>
+
+/*
+ * getcpu from the limit of a per-CPU GDT segment, which x86 kernels set up
+ * for exactly this: segment 15 (GDT_ENTRY_CPUNODE), DPL 3, its limit the
+ * CPU number in bits 0-11 and the node above.  lsl loads a segment's limit
+ * and sets ZF only when the selector is valid and visible at CPL 3; on a
+ * kernel that does not set the segment up, the syscall answers.
+ */
+#define VDSO_CPUNODE_SELECTOR	((15 * 8) | 3)
+#define VDSO_CPUNODE_BITS	12
+
+static __always_inline bool vdso_arch_getcpu(unsigned int *cpu, unsigned int *node)
+{
+	unsigned int p;
+	bool valid;
+
+	__asm__("lsl %[sel], %[p]" : [p] "=r"(p), "=@ccz"(valid) : [sel] "r"(VDSO_CPUNODE_SELECTOR));
+	if (!valid)
+		return false;
+	if (cpu)
+		*cpu = p & ((1U << VDSO_CPUNODE_BITS) - 1);
+	if (node)
+		*node = p >> VDSO_CPUNODE_BITS;
+	return true;
 }
 
 #endif /* VDSOGEN_ARCH_H */

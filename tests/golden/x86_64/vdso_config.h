@@ -29,12 +29,12 @@ typedef struct vdso_timestamp vdso_timestamp_t;
 #define VDSO_HAS_MAX_CYCLES	1
 
 /* The rdtsc counter: the clock modes it serves, and how deltas are taken. */
-#define VDSO_COUNTER_MODE_OK(mode)	((mode) == 1)
+#define VDSO_COUNTER_MODE_OK(mode)	((mode) == 1 || (mode) == 2 || (mode) == 3)
 #define VDSO_COUNTER_MASK		1
 #define VDSO_COUNTER_CLAMP_BACKWARDS	1
 
-/* getcpu answers from vdso_arch_getcpu() (none: always the syscall), the syscall when it cannot. */
-#define VDSO_HAS_ARCH_GETCPU	0
+/* getcpu answers from vdso_arch_getcpu() (the lsl fragment), the syscall when it cannot. */
+#define VDSO_HAS_ARCH_GETCPU	1
 
 /* Resolution of the coarse clocks: one tick. */
 #define VDSO_LOW_RES_NSEC	4000000
