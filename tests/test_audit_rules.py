@@ -135,7 +135,8 @@ def test_mutation_fires_its_rule(corpus, tmp_path, rule_id):
 
 
 def rules_tested_in_audit():
-    return set(MUTATIONS) | {r for recipe in corpus_images.DEFECTS for r in recipe.expect}
+    return set(MUTATIONS) | {r for recipe in corpus_images.DEFECTS + corpus_images.QUIRKS +
+                            corpus_images.UNPARSEABLE for r in recipe.expect}
 
 
 def test_every_rule_is_tested():

@@ -20,6 +20,7 @@ address) or n/a (the consumer makes no vDSO calls on this ABI).
 
 from dataclasses import dataclass, field
 
+from vdsogen.audit.era import version_of
 from vdsogen.spec.abi import CONSUMER_NAMES, CONSUMERS
 from vdsogen.elf.consts import (DT, DYN, EHDR, EI_NIDENT, EM_ARM, GNU_HASH, PHDR, PT_DYNAMIC, PT_LOAD, PT_TLS,
                                 SHN_ABS, SHN_UNDEF, STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STT_COMMON, STT_FUNC,
@@ -453,10 +454,11 @@ def simulate(img, abi):
     """Verdict per consumer for an image of a catalogue ABI."""
     mem = Memory(img)
     exports = defined_exports(img)
-    return [_one(img, mem, abi, exports, c) for c in CONSUMERS]
+    core = abi.core_for(version_of(img))
+    return [_one(img, mem, abi, exports, c, core) for c in CONSUMERS]
 
 
-def _one(img, mem, abi, exports, consumer):
+def _one(img, mem, abi, exports, consumer, core):
     lookups = abi.lookups[consumer]
     if not lookups:
         return Verdict(consumer, "n/a", f"makes no vDSO calls on {abi.name}", [])
@@ -491,7 +493,7 @@ def _one(img, mem, abi, exports, consumer):
     for r, lk in zip(results, lookups):
         if lk.needs and r.status == "found" and lk.needs not in found:
             r.status, r.detail = "skipped", f"used only together with {lk.needs}"
-    return _verdict(abi, consumer, results)
+    return _verdict(abi, consumer, results, core)
 
 
 def _table(model, view):
@@ -502,7 +504,7 @@ def _table(model, view):
     return "DT_HASH chain"
 
 
-def _verdict(abi, consumer, results):
+def _verdict(abi, consumer, results, core):
     bad = [r for r in results if r.status == "bad"]
     if bad:
         return Verdict(consumer, "breaks", f"{bad[0].symbol} {bad[0].detail}", results)
@@ -510,10 +512,10 @@ def _verdict(abi, consumer, results):
     if missed:
         return Verdict(consumer, "degraded", f"misses {missed[0].symbol}@{missed[0].version}: {missed[0].detail}",
                        results)
-    lacking = [r for r in results if r.status == "absent" and r.symbol in abi.core]
+    lacking = [r for r in results if r.status == "absent" and r.symbol in core]
     if lacking:
         return Verdict(consumer, "degraded", f"the image lacks {lacking[0].symbol}, which every {abi.name} "
-                       "kernel exports: that call takes the syscall", results)
+                       "kernel of its era exports: that call takes the syscall", results)
     absent = [r.symbol for r in results if r.status == "absent"]
     if absent:
         return Verdict(consumer, "works", f"not in this image, so a syscall: {', '.join(absent)}", results)

@@ -49,6 +49,22 @@ class Lookup:
 
 
 @dataclass(frozen=True)
+class Export:
+    """An entry point some Linux of the ABI exports, and from (until) which Linux."""
+    name: str
+    version: str             # its version node
+    since: tuple             # (major, minor, sublevel) of the first Linux with it
+    until: tuple | None      # the first Linux without it again, or None
+    note: str                # when a kernel has it (a config option, a clocksource)
+
+    def alive(self, era):
+        """Exported by a kernel of this era (None: any era, today's)."""
+        if era is None:
+            return self.until is None
+        return self.since <= era and (self.until is None or era < self.until)
+
+
+@dataclass(frozen=True)
 class Abi:
     name: str
     description: str
@@ -66,12 +82,35 @@ class Abi:
     lookups: dict            # consumer -> tuple of Lookup
     hash_word: int
     notes: str
+    exports: tuple = ()      # of Export: every entry point a Linux of the ABI exports, up to 7.2
+
+    def export(self, name):
+        return next((e for e in self.exports if e.name == name), None)
+
+    def core_for(self, era):
+        """The core entry points a kernel of this era exports (all of them
+        when the era is unknown or the catalogue does not date one)."""
+        out = []
+        for name in self.core:
+            e = self.export(name)
+            if e is None or era is None or e.alive(era):
+                out.append(name)
+        return tuple(out)
+
+    def versions_for(self, era):
+        """The version nodes a kernel of this era defines: those that hold one
+        of its exports (every node when the era is unknown)."""
+        if era is None or not self.exports:
+            return self.versions
+        used = {e.version for e in self.exports if e.alive(era)}
+        return tuple(v for v in self.versions if v in used)
 
 
 class Trampoline(NamedTuple):
     name: str
     lead: tuple              # words right before the symbol in vdsogen's images (audit ignores them)
-    words: tuple             # words at the symbol: what unwinders match
+    words: tuple             # words at the symbol
+    match: int | None = None  # bytes of `words` unwinders compare (None: all of them)
 
 
 def _lookups(t, version):
@@ -110,7 +149,11 @@ def _abi(name, t):
         f.done()
     tramps = []
     for tr in t.tables("trampolines", []):
-        tramps.append(Trampoline(tr.str("name"), _words(tr, "lead", []), _words(tr, "words")))
+        words = _words(tr, "words")
+        match = tr.int("match", None)
+        if match is not None and not 0 < match <= 4 * len(words):
+            tr.error("match", f"{match} is not a byte count within the {4 * len(words)} bytes of `words`")
+        tramps.append(Trampoline(tr.str("name"), _words(tr, "lead", []), words, match))
         tr.done()
     endians = tuple(t.list("endian", str, kindname="a string"))
     if not endians or set(endians) - {"little", "big"}:
@@ -122,9 +165,36 @@ def _abi(name, t):
               tuple(t.list("soname", str, kindname="a string")), tuple(t.list("versions", str, kindname="a string")),
               version, t.int("page_size"), tuple(t.list("core", str, kindname="a string")), tuple(flags),
               t.str("entry", None), tuple(tramps), _lookups(t.table("lookups"), version), t.int("hash_word", 4),
-              t.str("notes", ""))
+              t.str("notes", ""), _exports(t, version, t.raw("versions")))
     t.done()
     return abi
+
+
+def _release(t, key, text):
+    try:
+        parts = tuple(int(p) for p in text.split("."))
+    except ValueError:
+        parts = ()
+    if not 2 <= len(parts) <= 3:
+        t.error(key, f"{text!r} is not a Linux version (\"6.11\", \"2.6.23\")")
+    return parts + (0,) * (3 - len(parts))
+
+
+def _exports(t, version, versions):
+    out, seen = [], set()
+    for e in t.tables("exports", []):
+        name = e.str("name")
+        if name in seen:
+            e.error("name", f"{name} is listed twice")
+        seen.add(name)
+        node = e.str("version", version)
+        if node not in versions:
+            e.error("version", f"{node!r} is none of the ABI's version nodes ({', '.join(versions)})")
+        until = e.str("until", None)
+        out.append(Export(name, node, _release(e, "since", e.str("since")),
+                          _release(e, "until", until) if until else None, e.str("note", "")))
+        e.done()
+    return tuple(out)
 
 
 @lru_cache(maxsize=None)

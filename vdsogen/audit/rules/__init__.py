@@ -4,6 +4,14 @@ A rule is one small function with a stable ID, a severity per profile, a
 one-line reason and a longer explanation (`vdsogen rules ID`).  It receives
 a Context and yields (where, message) pairs; the engine turns them into
 findings with the severity the profile gives.  IDs never change meaning.
+
+Severity follows harm to the consumers of the image's own era (the Linux
+its version note names, vdsogen.audit.era): a rule may yield a third item,
+a lower severity for this finding, where the image only departs from
+today's conventions (a fixed link address from before Linux 5.11, a note
+walk that still reaches the Linux version note).  `strict` and vdsogen's
+own images (check) keep the rule's severity; `relief` says when it is
+lowered, for `vdsogen rules ID`.
 """
 
 import textwrap
@@ -29,6 +37,10 @@ def worse(a, b):
     return a if SEVERITIES.index(a) <= SEVERITIES.index(b) else b
 
 
+def _lesser(a, b):
+    return a if SEVERITIES.index(a) >= SEVERITIES.index(b) else b
+
+
 @dataclass(frozen=True)
 class Rule:
     id: str
@@ -38,6 +50,7 @@ class Rule:
     func: object = field(compare=False, repr=False)
     needs: tuple = ()         # Expect attributes the rule compares against
     check: str | None = None  # severity when a vdsogen-built image is checked against its spec
+    relief: str = ""          # when a finding gets a lower severity (the image's era, harmless forms)
 
     def applies(self, expect):
         return all(getattr(expect, n) is not None for n in self.needs)
@@ -75,7 +88,7 @@ class Expect:
     soname: str | tuple | None = None  # the soname, or every soname the ABI allows
     versions: tuple | None = None      # version node names
     exports: dict | None = None        # name -> (version, binding); the exact set
-    trampolines: tuple | None = None   # (name, lead words, words)
+    trampolines: tuple | None = None   # (name, lead words, words[, bytes of words unwinders match])
     page_size: int | None = None
     data_pages: int | None = None
     flags: tuple | None = None         # vdsogen.spec.abi.FlagRule constraints on e_flags
@@ -91,13 +104,27 @@ class Context:
     profile: str = "linux"
     cache: dict = field(default_factory=dict)   # results rules share (consumer verdicts)
 
+    @property
+    def era(self):
+        """(major, minor, sublevel) from the image's Linux version note, or None."""
+        if "era" not in self.cache:
+            from vdsogen.audit.era import version_of
+            self.cache["era"] = version_of(self.image)
+        return self.cache["era"]
+
+    def before(self, since):
+        """True when the image's note names a Linux older than `since` ("5.11")."""
+        from vdsogen.audit.era import parse
+        return self.era is not None and self.era < parse(since)
+
 
 REGISTRY = {}
 
 
-def rule(rule_id, severity, reason, explain="", needs=(), check=None, **profiles):
+def rule(rule_id, severity, reason, explain="", needs=(), check=None, relief="", **profiles):
     """Register a rule.  `profiles` override the severity, e.g. qemu_user="info";
-    `check` raises it for vdsogen's own images checked against their spec."""
+    `check` raises it for vdsogen's own images checked against their spec;
+    `relief` says when a finding is given a lower severity."""
     def register(func):
         if rule_id in REGISTRY:
             raise ValueError(f"rule {rule_id} registered twice")
@@ -106,7 +133,8 @@ def rule(rule_id, severity, reason, explain="", needs=(), check=None, **profiles
             sev[key.replace("_", "-")] = value
         if sev["strict"] == "warning":
             sev["strict"] = "error"
-        REGISTRY[rule_id] = Rule(rule_id, sev, reason, _dedent(explain) or reason, func, tuple(needs), check)
+        REGISTRY[rule_id] = Rule(rule_id, sev, reason, _dedent(explain) or reason, func, tuple(needs), check,
+                                 _dedent(relief))
         return func
     return register
 
@@ -143,9 +171,11 @@ def run(ctx, only=None):
         if not r.applies(ctx.expect):
             continue
         sev = r.severity_for(ctx.profile, ctx.expect.generated)
+        keep = ctx.profile == "strict" or ctx.expect.generated
         try:
-            for where, message in r.func(ctx) or ():
-                out.append(Finding(r.id, sev, where, message))
+            for where, message, *lowered in r.func(ctx) or ():
+                low = lowered[0] if lowered and not keep else None
+                out.append(Finding(r.id, sev if low is None else _lesser(sev, low), where, message))
         except Unreadable as err:
             # A structure the rule had to follow is damaged: the file is unusable.
             raise ImageError(ctx.image.path, str(err), err.offset) from None

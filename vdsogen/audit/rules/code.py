@@ -24,12 +24,14 @@ def code_words(img):
                 yield sec.offset + 4 * i, word
 
 
-@rule("K001", "error", "powerpc: every bcl must be `bcl 20,31,.+4`, the form that spares the link-stack predictor",
+@rule("K001", "warning", "powerpc: every bcl should be `bcl 20,31,.+4`, the form that spares the link-stack predictor",
       """Getting the address of the data page needs the program counter; on
       powerpc `bcl 20,31,.+4` followed by mflr is the one branch-and-link
       form that processors treat as not-a-call, leaving the return-address
       predictor intact.  Any other bcl unbalances it and every return after
-      it mispredicts.""")
+      it mispredicts: slower, never wrong (powerpc kernels before 2016 used
+      `bcl 20,31,.+8` over an inline word), so a warning; vdsogen's own
+      images must use the right form (an error in check).""", check="error")
 def powerpc_bcl(ctx):
     img = ctx.image
     if img.e_machine not in (EM_PPC, EM_PPC64):

@@ -86,6 +86,9 @@ def runpath(ctx):
         yield _where(img, "RUNPATH"), f"DT_RUNPATH {path}"
 
 
+FILTERS = {0x7FFFFFFD: "DT_AUXILIARY", 0x7FFFFFFF: "DT_FILTER"}
+
+
 def _arch_tags(img):
     if img.e_machine == EM_MIPS:
         return DT_MIPS
@@ -105,9 +108,16 @@ def unknown_tags(ctx):
     img = ctx.image
     known = {DT[n] for n in REQUIRED_OR_ALLOWED | RELOC_TAGS | set(FORBIDDEN) | {"RUNPATH"}}
     arch = _arch_tags(img)
-    for tag, _val, off in img.dynamic or ():
+    for tag, val, off in img.dynamic or ():
         if tag not in known and tag not in arch:
-            yield f"dynamic @0x{off:x}", f"unexpected tag {dynamic_tag_name(tag)}"
+            name = FILTERS.get(tag)
+            detail = ""
+            if name:
+                try:
+                    detail = f" {name} {img.dynstr(val)!r} (a filter library name; no vDSO consumer loads filtees)"
+                except Unreadable:
+                    detail = f" {name}"
+            yield f"dynamic @0x{off:x}", f"unexpected tag {dynamic_tag_name(tag)}{detail}"
 
 
 @rule("D006", "warning", "DT_FLAGS may carry only SYMBOLIC and BIND_NOW, DT_FLAGS_1 only NOW",

@@ -1,6 +1,6 @@
 """ELF header rules."""
 
-from vdsogen.elf.consts import ET_DYN
+from vdsogen.elf.consts import ELFOSABI_GNU, EM_PARISC, ET_DYN
 from vdsogen.audit.rules import rule
 
 
@@ -87,8 +87,12 @@ def e_entry(ctx):
 @rule("H009", "error", "EI_OSABI must be ELFOSABI_SYSV (0)",
       """Consumers index every structure by the System V ABI; GNU ld marks an
       object ELFOSABI_GNU when it uses GNU extensions (IFUNC, unique
-      symbols) that no vDSO consumer implements.""")
+      symbols) that no vDSO consumer implements.  PA-RISC is the exception:
+      its GNU toolchain marks every Linux object ELFOSABI_GNU (3), to tell
+      it from HP-UX.""")
 def osabi(ctx):
+    if ctx.image.e_machine == EM_PARISC and ctx.image.osabi == ELFOSABI_GNU:
+        return
     if ctx.image.osabi != 0:
         yield "e_ident[EI_OSABI] @0x7", f"EI_OSABI {ctx.image.osabi}, expected 0 (System V)"
 

@@ -9,8 +9,12 @@ from vdsogen.audit.rules import rule
       from it.  vdsogen's own images must carry it (an error in check).""",
       check="error")
 def linux_note(ctx):
-    if not any(n.name == "Linux" and n.type == NT_LINUX_VERSION and len(n.desc) == 4 for n in ctx.image.notes):
-        yield "PT_NOTE", "no Linux version note"
+    img = ctx.image
+    if not any(n.name == "Linux" and n.type == NT_LINUX_VERSION and len(n.desc) == 4 for n in img.notes):
+        stranded = [o for o, name, t, _d in (img.scan_notes() if img.note_problems else ())
+                    if name == "Linux" and t == NT_LINUX_VERSION]
+        yield "PT_NOTE", ("no Linux version note" + (f" that the note walk reaches (one lies at 0x{stranded[0]:x}, "
+                                                      "past where N003's walk stops)" if stranded else ""))
 
 
 @rule("N002", "warning", "a GNU build-id note should be present: debuggers fetch the unstripped image by it",
@@ -26,10 +30,47 @@ def build_id(ctx):
       """vDSO notes are 4-byte aligned, and consumers (glibc reading the Linux
       version note, debuggers reading the build-id) walk PT_NOTE with that
       alignment: a note whose sizes run past its segment, a misaligned
-      segment or stray bytes stop the walk.""")
+      segment or stray bytes stop the walk.  The message names the note,
+      why it does not parse, and whether the walk has met the Linux version
+      note by then.""",
+      relief="""A warning when the walk reads the Linux version note before the
+      note that stops it: a libc's walk still finds the kernel version, and
+      only what follows (a build-id, a property note) is lost to readers
+      such as readelf.""")
 def notes_well_formed(ctx):
-    for offset, message in ctx.image.note_problems:
-        yield f"PT_NOTE @0x{offset:x}", message
+    img = ctx.image
+    version = next((n for n in img.notes if n.name == "Linux" and n.type == NT_LINUX_VERSION and len(n.desc) == 4),
+                   None)
+    scanned = img.scan_notes() if img.note_problems else []
+    for offset, message in img.note_problems:
+        why = _mixed_alignment(img, offset, scanned)
+        if version is not None and version.offset < offset:
+            yield f"PT_NOTE @0x{offset:x}", (f"{message}{why}; the walk stops there, after the Linux version note "
+                                             f"(at 0x{version.offset:x}): a libc's note walk still finds it"), "warning"
+            continue
+        stranded = [o for o, name, t, _d in scanned if name == "Linux" and t == NT_LINUX_VERSION and o > offset]
+        where = (f"the Linux version note at 0x{stranded[0]:x}" if stranded else "a Linux version note (PT_NOTE "
+                 "holds none)")
+        yield f"PT_NOTE @0x{offset:x}", f"{message}{why}; the walk stops there: a libc's note walk never reaches {where}"
+
+
+def _mixed_alignment(img, offset, scanned):
+    """Why a 4-byte walk goes wrong in a PT_NOTE laid out for 8-byte notes,
+    and what readelf (which walks by p_align) makes of it."""
+    props = [o for o, name, t, _d in scanned if name == "GNU" and t == NT_GNU_PROPERTY_TYPE_0]
+    seg = next((s for s in img.segments_of_type(PT_NOTE) if s.offset <= offset < s.offset + s.filesz), None)
+    if not props or seg is None:
+        return ""
+    why = (f" (PT_NOTE holds an 8-byte-aligned GNU property note at 0x{props[0]:x}: the linker padded the "
+           "notes before it to 8 bytes, and a walk with the vDSO's 4-byte alignment reads the padding as a note "
+           "header")
+    if seg.align >= 8:
+        read, stop = img.walk_aligned(seg, seg.align)
+        names = ", ".join(f"{name or '-'} type {t:#x}" for _o, name, t in read)
+        why += (f"; readelf walks with p_align {seg.align} and reads {names or 'nothing'}" +
+                (f", then stops at 0x{stop:x}: the 4-byte-aligned notes after the property note do not fit an "
+                 f"{seg.align}-byte walk" if stop is not None else ""))
+    return why + ")"
 
 
 def _property_sections(img):
@@ -40,7 +81,9 @@ def _property_sections(img):
       """The GNU property note is 8-byte aligned on 64-bit targets; inside a
       PT_NOTE walked with 4-byte alignment it shifts every note after it.
       arm64 and x86 discard it from their vDSOs (fixed in 2021, after
-      note parsing broke).""")
+      note parsing broke).  Information under qemu-user: QEMU's loader
+      reads the property note of its own aarch64 vDSO to map it with BTI
+      guarded pages, and there the note parses.""", qemu_user="info")
 def no_gnu_property(ctx):
     img = ctx.image
     notes = img.segments_of_type(PT_NOTE)
@@ -48,6 +91,12 @@ def no_gnu_property(ctx):
         if n.name == "GNU" and n.type == NT_GNU_PROPERTY_TYPE_0:
             yield f"PT_NOTE @0x{n.offset:x}", "GNU property note (NT_GNU_PROPERTY_TYPE_0)"
             return
+    if img.note_problems:
+        for off, name, ntype, _d in img.scan_notes():
+            if name == "GNU" and ntype == NT_GNU_PROPERTY_TYPE_0:
+                yield f"PT_NOTE @0x{off:x}", ("GNU property note (NT_GNU_PROPERTY_TYPE_0), 8-byte aligned, "
+                                              "which the 4-byte note walk does not reach")
+                return
     for sec in _property_sections(img):
         if any(seg.offset <= sec.offset < seg.offset + seg.filesz for seg in notes):
             yield f".note.gnu.property @0x{sec.offset:x}", ".note.gnu.property lies inside PT_NOTE"

@@ -2,6 +2,7 @@
 
 from vdsogen.elf.consts import (SHF_ALLOC, SHF_WRITE, SHT_DYNAMIC, SHT_DYNSYM, SHT_GNU_HASH, SHT_GNU_VERDEF,
                                 SHT_GNU_VERSYM, SHT_HASH, SHT_NOBITS)
+from vdsogen.audit.era import show
 from vdsogen.audit.rules import rule
 
 WRITABLE_DATA = (".data", ".bss", ".sdata", ".sbss", ".tdata", ".tbss")
@@ -31,19 +32,35 @@ def alloc_inside_load(ctx):
             yield _at(sec), f"{sec.name} at file offset 0x{sec.offset:x} but address 0x{sec.addr:x}"
 
 
+# 2.6 and 3.x vDSOs could carry a few bytes of .data that nothing writes
+# once the image is mapped (unverified which ones: seen in vendor images).
+OLD_DATA_UNTIL = "4.0"
+
+
 @rule("C002", "error", "no writable data: no non-empty .data, .bss or other writable allocated section",
       """Linux maps the vDSO read-only and shares one copy between all
       processes: writable data would be neither writable nor private, and
       .bss is not even in the file.  The writable flag on .rodata or
-      .dynamic inside the R+X load is a tolerated quirk of x86 images.""")
+      .dynamic inside the R+X load is a tolerated quirk of x86 images.""",
+      relief=f"""A warning for initialised data (not .bss) in an image whose
+      version note predates Linux {OLD_DATA_UNTIL}: some 2.6 and 3.x vDSOs
+      carry a few bytes of .data that nothing writes once the image is
+      mapped, and they ran with every libc of their time.  Information
+      under qemu-user: QEMU maps its vDSO as one private, writable copy
+      per process, and its images keep a little .data.""", qemu_user="info")
 def no_writable_data(ctx):
+    old = ctx.before(OLD_DATA_UNTIL)
     for sec in ctx.image.sections:
         if not sec.size or not sec.flags & SHF_ALLOC:
             continue
         named = any(sec.name == n or sec.name.startswith(n + ".") for n in WRITABLE_DATA)
         writable = sec.flags & SHF_WRITE and sec.name and sec.name not in TOLERATED_WA
-        if named or writable or sec.type == SHT_NOBITS:
-            yield _at(sec), f"{sec.name} holds {sec.size} bytes of {'zeroed' if sec.type == SHT_NOBITS else 'writable'} data"
+        if sec.type == SHT_NOBITS:
+            yield _at(sec), f"{sec.name} holds {sec.size} bytes of zeroed data"
+        elif named or writable:
+            yield _at(sec), (f"{sec.name} holds {sec.size} bytes of writable data" +
+                             (f" (a Linux {show(ctx.era)} image: read-only once mapped)" if old else "")), \
+                ("warning" if old else None)
 
 
 TAG_SECTIONS = ((SHT_DYNSYM, "SYMTAB"), (SHT_HASH, "HASH"), (SHT_GNU_HASH, "GNU_HASH"),

@@ -32,13 +32,30 @@ def load_rx(ctx):
             yield _at(seg), f"PT_LOAD flags {_flags(seg.flags)}, expected R-X"
 
 
+# Until this Linux some architectures linked the vDSO at a fixed address
+# (x86_64 at 0xffffffffff700000 in 2.6 and early 3.x kernels, powerpc at
+# 0x100000 until 5.10, unverified); every loader takes the base from the
+# PT_LOAD.
+LINKED_AT_ZERO_SINCE = "5.11"
+
+
 @rule("P003", "error", "the PT_LOAD must start at file offset 0 and address 0",
       """Consumers treat st_value as an offset from the start of the mapping,
-      which begins with the ELF header.""")
+      which begins with the ELF header; Linux's build checks (vdso2c) reject
+      any other link address.""",
+      relief="""A warning for an image whose version note predates Linux 5.11:
+      kernels linked their vDSOs at a fixed address then (x86_64 at
+      0xffffffffff700000 in 2.6 and early 3.x kernels, powerpc at 0x100000),
+      and glibc, musl, Go and the reference parser all take the load base
+      from the PT_LOAD, so the loaders of that era handle it.""")
 def load_at_zero(ctx):
     for seg in ctx.image.loads[:1]:
         if seg.offset != 0 or seg.vaddr != 0:
-            yield _at(seg), f"PT_LOAD at offset 0x{seg.offset:x}, vaddr 0x{seg.vaddr:x}; expected 0 and 0"
+            old = seg.offset == 0 and ctx.before(LINKED_AT_ZERO_SINCE)
+            yield _at(seg), (f"PT_LOAD at offset 0x{seg.offset:x}, vaddr 0x{seg.vaddr:x}; expected 0 and 0" +
+                             (f" (a fixed link address, as kernels before {LINKED_AT_ZERO_SINCE} had: "
+                              "loaders take the base from the PT_LOAD)" if old else "")), \
+                ("warning" if old else None)
 
 
 @rule("P004", "error", "PT_LOAD p_filesz must equal p_memsz: the kernel maps file pages only")
@@ -62,17 +79,30 @@ def dynamic_inside(ctx):
             yield _at(seg), f"PT_DYNAMIC 0x{seg.vaddr:x}+0x{seg.filesz:x} is not inside the PT_LOAD"
 
 
-FORBIDDEN = {PT_INTERP: "PT_INTERP", PT_TLS: "PT_TLS", PT_GNU_RELRO: "PT_GNU_RELRO",
-             PT_GNU_PROPERTY: "PT_GNU_PROPERTY"}
+FORBIDDEN = {PT_INTERP: "PT_INTERP", PT_TLS: "PT_TLS", PT_GNU_RELRO: "PT_GNU_RELRO"}
 
 
-@rule("P006", "error", "no PT_INTERP, PT_TLS, PT_GNU_RELRO or PT_GNU_PROPERTY: nothing loads or relocates a vDSO",
-      """glibc asserts that the vDSO has no PT_TLS; an interpreter, RELRO or
-      property segment asks for a loader the vDSO never gets.""")
+@rule("P006", "error", "no PT_INTERP, PT_TLS or PT_GNU_RELRO: nothing loads or relocates a vDSO",
+      """glibc asserts that the vDSO has no PT_TLS; an interpreter or RELRO
+      segment asks for a loader the vDSO never gets.  PT_GNU_PROPERTY is
+      P013's.""")
 def forbidden_segments(ctx):
     for seg in ctx.image.segments:
         if seg.type in FORBIDDEN:
             yield _at(seg), f"{FORBIDDEN[seg.type]} segment"
+
+
+@rule("P013", "info", "a PT_GNU_PROPERTY segment is information only: no vDSO consumer reads it",
+      """Linux 7.x x86 images carry a PT_GNU_PROPERTY segment (empty, or over
+      the shadow-stack and IBT property note) to mark what the code supports;
+      the kernel maps the vDSO itself and glibc's, musl's and Go's vDSO
+      set-up never read it.  What matters is that the 8-byte-aligned note
+      stays out of PT_NOTE (N004).  Today's conventions before 7.x had no
+      such segment: an error in the strict profile.""", strict="error")
+def gnu_property_segment(ctx):
+    for seg in ctx.image.segments_of_type(PT_GNU_PROPERTY):
+        what = "empty" if not seg.filesz else f"{seg.filesz} bytes at 0x{seg.offset:x}"
+        yield _at(seg), f"PT_GNU_PROPERTY segment ({what})"
 
 
 @rule("P007", "error", "no writable segment: Linux maps the image read-only",
@@ -104,7 +134,7 @@ def load_covers_headers(ctx):
                          f"headers need 0-0x{end:x}")
 
 
-COMMON = {PT_LOAD, PT_DYNAMIC, PT_NOTE, PT_GNU_EH_FRAME, PT_GNU_STACK, PT_PHDR} | set(FORBIDDEN)
+COMMON = {PT_LOAD, PT_DYNAMIC, PT_NOTE, PT_GNU_EH_FRAME, PT_GNU_STACK, PT_PHDR, PT_GNU_PROPERTY} | set(FORBIDDEN)
 ARCH_PHDRS = {EM_ARM: {PT_ARM_EXIDX}, EM_MIPS: {PT_NULL, PT_MIPS_REGINFO, PT_MIPS_OPTIONS, PT_MIPS_ABIFLAGS},
               EM_RISCV: {PT_RISCV_ATTRIBUTES}}
 

@@ -1,7 +1,8 @@
 """Symbol rules: what the vDSO exports, and that nothing is left undefined."""
 
-from vdsogen.elf.consts import (SHN_ABS, STB_GLOBAL, STB_WEAK, STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE, STT_OBJECT,
+from vdsogen.elf.consts import (EM_ARM, SHN_ABS, STB_GLOBAL, STB_WEAK, STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE, STT_OBJECT,
                                 STT_TLS)
+from vdsogen.audit.era import show
 from vdsogen.audit.rules import rule
 
 BINDINGS = {STB_GLOBAL: "global", STB_WEAK: "weak"}
@@ -56,10 +57,15 @@ def export_kind(ctx):
             yield f".dynsym[{sym.index}]", f"{sym.name} is {BINDINGS[sym.bind]}, expected {binding}"
 
 
-@rule("S004", "warning", "exports should be STT_FUNC: FUNC-only readers (kernel selftest parser, crabc) skip NOTYPE")
+@rule("S004", "warning", "exports should be STT_FUNC: FUNC-only readers (kernel selftest parser, crabc) skip NOTYPE",
+      """A reader that accepts only STT_FUNC does not find an STT_NOTYPE entry
+      point (ppc64 kernels before ~v6.13 export plain labels).  Signal
+      trampolines are left out: unwinders find them by their bytes, not by
+      a lookup, and arm64's __kernel_rt_sigreturn is NOTYPE by design.""")
 def export_notype(ctx):
+    tramps = {t[0] for t in ctx.expect.trampolines or ()}
     for sym in exported(ctx.image):
-        if sym.type == STT_NOTYPE:
+        if sym.type == STT_NOTYPE and sym.name not in tramps:
             yield f".dynsym[{sym.index}]", f"{sym.name} is STT_NOTYPE"
 
 
@@ -87,6 +93,10 @@ BANNED_PREFIX = {
     "__aeabi_": "libgcc helper (ARM EABI)", "__cfi_": "CFI",
 }
 UNDEFINED_ONLY = {"memcpy", "memset", "memmove", "memcmp"}
+# ARM unwind tables reference these personality routines; Linux's arm and
+# arm64-compat vDSOs define them as empty functions so the link resolves
+# without libgcc, and unstripped images show them in .symtab.
+ARM_PERSONALITY_STUBS = {"__aeabi_unwind_cpp_pr0", "__aeabi_unwind_cpp_pr1", "__aeabi_unwind_cpp_pr2"}
 
 
 def banned(name):
@@ -103,10 +113,15 @@ def banned(name):
       -pg, -mfentry, sanitizers, coverage, retpoline thunks, CFI) or a call to
       a helper nothing provides (64-bit division on 32-bit targets,
       __aeabi_unwind_cpp_pr0 from ARM unwind tables, memcpy/memset).  lld-16
-      and -19 leave some of them undefined without failing the link.""")
+      and -19 leave some of them undefined without failing the link.
+      Defined __aeabi_unwind_cpp_pr0..2 in an ARM image are Linux's own empty
+      stubs (arm and arm64-compat vDSOs define them so that the unwind
+      tables link without libgcc): nothing calls them, no finding.""")
 def banned_symbols(ctx):
     img = ctx.image
     for sym in img.dynsym[1:] + img.symtab[1:]:
+        if sym.defined and sym.name in ARM_PERSONALITY_STUBS and img.e_machine == EM_ARM:
+            continue
         what = banned(sym.name)
         if what is None and sym.name in UNDEFINED_ONLY and not sym.defined:
             what = "libc helper"
@@ -148,9 +163,32 @@ def no_tls_ifunc(ctx):
       """glibc, musl and Go fall back to a syscall for an entry point they do
       not find; one every kernel of the ABI has (clock_gettime and
       gettimeofday nearly everywhere) missing means a slower image, or a
-      stripped or mis-versioned one.""", needs=("abi_info",))
+      stripped or mis-versioned one.  Only the entry points the image's
+      era had count: the catalogue dates each (`exports`: i386's time
+      functions came in 3.15).""", needs=("abi_info",))
 def core_exports(ctx):
     have = {s.name for s in exported(ctx.image)}
-    for name in ctx.expect.abi_info.core:
+    for name in ctx.expect.abi_info.core_for(ctx.era):
         if name not in have:
             yield ".dynsym", f"no {name}"
+
+
+@rule("S009", "info", "exports the ABI catalogue does not know, or knows only from a later Linux",
+      """The catalogue (vdsogen/spec/abi.toml) lists every entry point Linux
+      exports for each ABI up to 7.2, with the version that added it.  An
+      export it does not list is news (a newer kernel, a vendor addition)
+      that no consumer looks up yet; one dated after the image's version
+      note is a backport.  Neither harms a consumer.""", needs=("abi_info",))
+def unknown_exports(ctx):
+    info = ctx.expect.abi_info
+    if not info.exports:
+        return
+    for sym in exported(ctx.image):
+        if sym.type not in (STT_FUNC, STT_NOTYPE):
+            continue
+        e = info.export(sym.name)
+        if e is None:
+            yield f".dynsym[{sym.index}]", f"{sym.name}: not an export the catalogue knows for {info.name}"
+        elif ctx.era is not None and ctx.era < e.since:
+            yield f".dynsym[{sym.index}]", (f"{sym.name}: Linux {show(e.since)} added it, the image's note says "
+                                            f"{show(ctx.era)}")

@@ -1,5 +1,6 @@
 """Rules that compare an image with what its target spec promises."""
 
+from vdsogen.elf.consts import EM_ARM
 from vdsogen.elf.reader import Unreadable
 from vdsogen.audit.rules import rule
 
@@ -12,25 +13,36 @@ def _words(img, addr, count):
 @rule("T001", "error", "signal trampolines must be the exact instruction sequences unwinders match",
       """libgcc, gdb and libunwind recognise a signal frame by the bytes at
       the return address, and some look at the word before it too; the ABI
-      catalogue (vdsogen/spec/abi.toml) lists each ABI's sequences.  Any other
-      encoding leaves signal frames un-unwindable.""", needs=("trampolines",))
+      catalogue (vdsogen/spec/abi.toml) lists each ABI's sequences, and how
+      many of their bytes unwinders compare (`match`: i386's rt_sigreturn is
+      7 bytes, whatever follows its `int $0x80`).  Any other encoding leaves
+      signal frames un-unwindable.""", needs=("trampolines",))
 def trampolines(ctx):
     img = ctx.image
     syms = {s.name: s for s in img.dynsym if s.defined}
-    for name, lead, words in ctx.expect.trampolines:
+    for name, lead, words, *rest in ctx.expect.trampolines:
+        match = rest[0] if rest and rest[0] else 4 * len(words)
         sym = syms.get(name)
         if sym is None:
             continue   # S002 reports a missing export
-        addr = sym.value & ~1
+        addr = sym.value & ~1 if img.e_machine == EM_ARM else sym.value    # a Thumb symbol is odd
         try:
-            have = _words(img, addr, len(words))
+            have = img.bytes_at(addr, match)
             before = _words(img, addr - 4 * len(lead), len(lead)) if lead else []
         except Unreadable:
             yield name, f"{name} at 0x{addr:x} is outside the image"
             continue
-        if have != list(words):
-            yield f"{name} @0x{addr:x}", ("words " + " ".join(f"{w:08x}" for w in have) +
-                                          ", expected " + " ".join(f"{w:08x}" for w in words))
+        want = b"".join(w.to_bytes(4, img.code_endian) for w in words)[:match]
+        if have != want:
+            yield f"{name} @0x{addr:x}", (f"{_show(img, have, match)}, expected {_show(img, want, match)}" +
+                                          (f" (the {match} bytes unwinders compare)" if match % 4 else ""))
         if before != list(lead):
             yield f"{name} @0x{addr - 4 * len(lead):x}", ("preceded by " + " ".join(f"{w:08x}" for w in before) +
                                                          ", expected " + " ".join(f"{w:08x}" for w in lead))
+
+
+def _show(img, raw, match):
+    """Words as the catalogue writes them, or bytes when the match is not whole words."""
+    if match % 4:
+        return "bytes " + raw.hex(" ")
+    return "words " + " ".join(f"{int.from_bytes(raw[i:i + 4], img.code_endian):08x}" for i in range(0, len(raw), 4))

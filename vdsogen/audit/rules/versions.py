@@ -1,6 +1,7 @@
 """Symbol versioning rules: glibc and Go look every symbol up by name@version."""
 
 from vdsogen.elf.consts import VER_FLG_BASE
+from vdsogen.audit.era import show
 from vdsogen.audit.rules import rule
 from vdsogen.audit.rules.symbols import exported
 
@@ -78,7 +79,12 @@ def verdef_hash(ctx):
       (LINUX_2.6 on x86, LINUX_2.6.39 on arm64, LINUX_2.6.15 on powerpc...);
       a node missing or renamed hides every symbol in it from versioned
       lookups.  An extra node is harmless to lookups but not what any
-      kernel emits.""", needs=("versions",))
+      kernel emits.""", needs=("versions",),
+      relief="""Only information when the image's era had no such node: a node
+      that holds none of the exports a kernel of that Linux version has
+      (i386 images before 3.15 have only LINUX_2.5: their time functions,
+      and LINUX_2.6 with them, came in 3.15) hides nothing from a libc of
+      its time.  The eras come from the ABI catalogue's `exports`.""")
 def version_nodes(ctx):
     img = ctx.image
     if img.dynamic is None:
@@ -88,9 +94,15 @@ def version_nodes(ctx):
         return   # V001 reports it
     have = [v.name for v in verdefs if not v.flags & VER_FLG_BASE]
     want = list(ctx.expect.versions)
+    info = ctx.expect.abi_info
+    of_era = info.versions_for(ctx.era) if info is not None and not ctx.expect.generated else want
     for name in want:
         if name not in have:
-            yield "verdef", f"no version node {name}"
+            if name in of_era:
+                yield "verdef", f"no version node {name}"
+            else:
+                yield "verdef", (f"no version node {name}, as no {info.name} kernel of its era "
+                                 f"(Linux {show(ctx.era)}) had: it held no export then"), "info"
     for v in verdefs:
         if not v.flags & VER_FLG_BASE and v.name not in want:
             yield f"verdef @0x{v.offset:x}", f"unexpected version node {v.name!r} (expected {', '.join(want)})"
