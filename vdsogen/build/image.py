@@ -1,60 +1,78 @@
-"""Build one target: render, compile, link, strip, validate, then publish.
+"""Build images: render, compile, link, strip, validate, emit, then publish.
 
 Nothing is published unless everything succeeded: the image is linked to a
-temporary name and renamed into place only after validation, and stale
-images from an earlier build are removed first.
+temporary name, validated, and only then are vdso.so, vdso.so.dbg and the
+embedding outputs put in place; a failed build leaves none of them behind.
+An output whose bytes did not change is not rewritten, so its mtime stays,
+and `build_images` (the `vdsogen build` command) skips a target whose
+inputs did not change at all (vdsogen/build/depfile.py).
 """
 
+import os
 from pathlib import Path
 
+from vdsogen.build import depfile
+from vdsogen.build.emit import DEFAULT_NAME, check_kinds, output_names
+from vdsogen.build.toolchain import Builder
 from vdsogen.errors import BuildError
 from vdsogen.fsutil import remove_quietly, write_atomic
-from vdsogen.gen.render import sources
-from vdsogen.build.toolchain import Builder
 
 
-def build_target(target, outdir, builder=None, validate=None, files=None):
+def build_target(target, outdir, builder=None, validate=None, files=None, emit=(), emit_name=DEFAULT_NAME):
     """Build `target` into outdir; returns (vdso.so, vdso.so.dbg).
 
     `files` are the rendered sources (rendered here when None: a template
     error then stops the build before anything is written).
     `validate(target, so, dbg)` returns a list of error strings; any error
-    fails the build.
+    fails the build.  `emit` names embedding outputs (vdsogen/build/emit.py)
+    written beside the image.
     """
+    from vdsogen.gen.render import sources
+
     outdir = Path(outdir)
     builder = builder or Builder(target)
+    check_kinds(emit, emit_name)
     files = sources(target) if files is None else files
     try:
-        return _build(target, outdir, builder, validate, files)
+        return _build(target, outdir, builder, validate, files, emit, emit_name)
     except OSError as e:
         raise BuildError(f"{e.filename or outdir}: {e.strerror}") from None
 
 
-def _build(target, outdir, builder, validate, files):
+def _write_if_changed(path, data, mode=0o644):
+    """Write atomically, and not at all when the file already holds `data`."""
+    try:
+        if path.stat().st_size == len(data) and path.read_bytes() == data:
+            return False
+    except OSError:
+        pass
+    write_atomic(path, data, mode)
+    return True
+
+
+def _build(target, outdir, builder, validate, files, emit, emit_name):
     outdir.mkdir(parents=True, exist_ok=True)
     final_so, final_dbg = outdir / "vdso.so", outdir / "vdso.so.dbg"
-    remove_quietly(final_so)
-    remove_quietly(final_dbg)
+    products = [final_dbg, final_so, *(outdir / n for n in output_names(emit))]
 
     srcdir, objdir = outdir / "src", outdir / "obj"
     builder.log("GEN", srcdir)
     srcdir.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, text in files:
-        write_atomic(srcdir / name, text.encode())
+        _write_if_changed(srcdir / name, text.encode())
         paths.append(srcdir / name)
     objdir.mkdir(parents=True, exist_ok=True)
-    objs = []
-    for src in paths:
-        if src.suffix in (".c", ".S"):
-            obj = objdir / (src.stem + ".o")
-            builder.compile(src, obj)
-            objs.append(obj)
-    script = srcdir / "vdso.lds"
 
     tmp_dbg, tmp_so = outdir / ".vdso.so.dbg.tmp", outdir / ".vdso.so.tmp"
     try:
-        builder.link(objs, script, tmp_dbg)
+        objs = []
+        for src in paths:
+            if src.suffix in (".c", ".S"):
+                obj = objdir / (src.stem + ".o")
+                builder.compile(src, obj, workdir=outdir)
+                objs.append(obj)
+        builder.link(objs, srcdir / "vdso.lds", tmp_dbg)
         builder.strip(tmp_dbg, tmp_so)
         if validate is not None:
             builder.log("CHECK", final_so)
@@ -62,9 +80,54 @@ def _build(target, outdir, builder, validate, files):
             if errors:
                 raise BuildError(f"{final_so}: the image fails validation:\n" +
                                  "\n".join(f"  {e}" for e in errors))
-        tmp_dbg.replace(final_dbg)
-        tmp_so.replace(final_so)
+        out = [(final_dbg, tmp_dbg.read_bytes(), tmp_dbg.stat().st_mode & 0o777),
+               (final_so, tmp_so.read_bytes(), tmp_so.stat().st_mode & 0o777)]
+        if emit:
+            from vdsogen.build.emit import read_embedding, render
+
+            emb = read_embedding(target, tmp_so, tmp_dbg, emit_name)
+            for name, data in render(target, emb, emit):
+                builder.log("GEN", outdir / name)
+                out.append((outdir / name, data, 0o644))
+        for path, data, mode in out:
+            _write_if_changed(path, data, mode)
+    except BaseException:
+        for path in products:
+            remove_quietly(path)
+        raise
     finally:
         remove_quietly(tmp_dbg)
         remove_quietly(tmp_so)
     return final_so, final_dbg
+
+
+def build_images(names, out, specs=None, emit=(), emit_name=DEFAULT_NAME, kconfig=None, depfile_path=None,
+                 env=None, validate=None):
+    """`vdsogen build`: each target into `out` (into out/T with several).
+
+    Targets whose outputs are up to date are not touched; the others are
+    all loaded and rendered before anything is written.  With
+    `depfile_path`, writes the make rule of every output's inputs.
+    """
+    env = dict(os.environ if env is None else env)
+    check_kinds(emit, emit_name)
+    outdirs = {n: (Path(out) / n if len(names) > 1 else Path(out)) for n in names}
+    requests = {n: depfile.Request(n, specs, kconfig, tuple(emit), emit_name, env) for n in names}
+    states = {n: depfile.current(outdirs[n], requests[n]) for n in names}
+    todo = [n for n in names if states[n] is None]
+    if todo:
+        from vdsogen.gen.render import sources
+        from vdsogen.spec.model import load_target
+
+        targets = [load_target(n, specs, kconfig) for n in todo]
+        rendered = [(t, sources(t)) for t in targets]
+        for t, files in rendered:
+            depfile.forget(outdirs[t.name])
+            build_target(t, outdirs[t.name], builder=Builder(t, env), validate=validate, files=files,
+                         emit=emit, emit_name=emit_name)
+            states[t.name] = depfile.record(outdirs[t.name], requests[t.name], t)
+    if depfile_path is not None:
+        shown = [os.path.normpath(os.path.join(out, n) if len(names) > 1 else out) for n in names]
+        targets = [os.path.join(d, o) for d, n in zip(shown, names) for o in requests[n].outputs()]
+        depfile.write_depfile(depfile_path, targets, [states[n] for n in names], [requests[n] for n in names])
+    return 0

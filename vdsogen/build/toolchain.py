@@ -4,6 +4,12 @@ Kernel conventions: LLVM=1 (or LLVM=-19, LLVM=/path/) selects clang and lld
 with the kernel's meaning; CROSS_COMPILE=prefix- without LLVM selects the
 GNU cross toolchain; neither selects clang-19 with lld-19.  V=1 prints
 every command instead of the one-line summaries.
+
+Builds are reproducible: the compiler runs in the build directory, which
+-ffile-prefix-map rewrites to "." in the debug information (DW_AT_comp_dir,
+file and include names, for C and assembler, with clang and gcc), so the
+same sources give the same bytes in any directory, and the linker's sha1
+build-id, a hash of those bytes, is then content-derived too.
 """
 
 import os
@@ -12,6 +18,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from vdsogen.errors import BuildError
 
@@ -25,6 +32,37 @@ COMMON_CFLAGS = (
 
 
 @dataclass(frozen=True)
+class Programs:
+    """The programs LLVM= and CROSS_COMPILE= select, before any target is known."""
+    kind: str          # "llvm" or "gnu"
+    cc: str
+    linker: str
+    objcopy: str
+
+    def found(self):
+        """Each program and where PATH has it (None when missing)."""
+        return {p: shutil.which(p) for p in (self.cc, self.linker, self.objcopy)}
+
+
+def select_programs(env=None):
+    env = os.environ if env is None else env
+    llvm = env.get("LLVM", "")
+    cross = env.get("CROSS_COMPILE", "")
+    if llvm or not cross:
+        if llvm in ("", "0"):
+            prefix, suffix = "", DEFAULT_LLVM_SUFFIX
+        elif llvm == "1":
+            prefix, suffix = "", ""
+        elif llvm.startswith("-"):
+            prefix, suffix = "", llvm
+        else:
+            prefix, suffix = llvm if llvm.endswith("/") else llvm + "/", ""
+        return Programs("llvm", f"{prefix}clang{suffix}", f"{prefix}ld.lld{suffix}",
+                        f"{prefix}llvm-objcopy{suffix}")
+    return Programs("gnu", f"{cross}gcc", f"{cross}ld", f"{cross}objcopy")
+
+
+@dataclass(frozen=True)
 class Tools:
     kind: str          # "llvm" or "gnu"
     cc: tuple          # compiler driver and target selection
@@ -35,26 +73,13 @@ class Tools:
 
 
 def select_tools(target, env=None):
-    env = os.environ if env is None else env
-    llvm = env.get("LLVM", "")
-    cross = env.get("CROSS_COMPILE", "")
+    p = select_programs(env)
     tc = target.toolchain
-    if llvm or not cross:
-        if llvm in ("", "0"):
-            prefix, suffix = "", DEFAULT_LLVM_SUFFIX
-        elif llvm == "1":
-            prefix, suffix = "", ""
-        elif llvm.startswith("-"):
-            prefix, suffix = "", llvm
-        else:
-            prefix, suffix = llvm if llvm.endswith("/") else llvm + "/", ""
-        cc = f"{prefix}clang{suffix}"
-        return Tools("llvm", (cc, f"--target={tc.clang_target}"),
-                     (cc, f"--target={tc.link_clang_target or tc.clang_target}"),
-                     (f"--ld-path={prefix}ld.lld{suffix}",), f"{prefix}llvm-objcopy{suffix}",
-                     f"{cc} + ld.lld{suffix}")
-    return Tools("gnu", (f"{cross}gcc",), (f"{cross}gcc", *tc.link_gnu_flags), (), f"{cross}objcopy",
-                 f"{cross}gcc + {cross}ld")
+    if p.kind == "llvm":
+        return Tools("llvm", (p.cc, f"--target={tc.clang_target}"),
+                     (p.cc, f"--target={tc.link_clang_target or tc.clang_target}"),
+                     (f"--ld-path={p.linker}",), p.objcopy, f"{p.cc} + {p.linker}")
+    return Tools("gnu", (p.cc,), (p.cc, *tc.link_gnu_flags), (), p.objcopy, f"{p.cc} + {p.linker}")
 
 
 def _require(program):
@@ -76,10 +101,15 @@ class Builder:
         else:
             print(f"  {tag:<7} {_short(path)}", file=self.stream, flush=True)
 
-    def run(self, tag, path, argv):
+    def run(self, tag, path, argv, cwd=None):
         self.log(tag, path, argv)
         _require(argv[0])
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        env = None
+        if cwd is not None:
+            # gcc takes DW_AT_comp_dir from $PWD when it names the working directory.
+            env = dict(os.environ, PWD=str(cwd))
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              cwd=cwd, env=env)
         if proc.returncode != 0:
             raise BuildError(f"{tag} {_short(path)} failed ({argv[0]} exit {proc.returncode}):\n"
                              + proc.stdout.rstrip())
@@ -94,10 +124,17 @@ class Builder:
         gnu = t.toolchain.gnu_cflags if self.tools.kind == "gnu" else ()
         return COMMON_CFLAGS + unwind + t.toolchain.cflags + gnu
 
-    def compile(self, src, obj):
+    def compile(self, src, obj, workdir=None):
+        """Compile src to obj; with `workdir` (the build directory, which
+        holds both), reproducibly: run there, its path mapped to "."."""
         tag = "AS" if src.suffix == ".S" else "CC"
-        argv = [*self.tools.cc, *self.cflags(), "-I", str(src.parent), "-c", str(src), "-o", str(obj)]
-        self.run(tag, obj, argv)
+        remap = ()
+        if workdir is not None:
+            workdir = os.path.realpath(workdir)
+            src, obj = (Path(os.path.realpath(src)), Path(os.path.realpath(obj)))
+            remap = (f"-ffile-prefix-map={workdir}=.", f"-fdebug-prefix-map={workdir}=.")
+        argv = [*self.tools.cc, *self.cflags(), *remap, "-I", str(src.parent), "-c", str(src), "-o", str(obj)]
+        self.run(tag, obj, argv, cwd=workdir)
         fmt = self.target.toolchain.object_format
         if fmt:
             # As Linux builds the x32 vDSO: objects of the 64-bit ABI, converted.

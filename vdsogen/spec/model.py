@@ -17,6 +17,7 @@ from vdsogen.errors import SpecError
 from vdsogen.spec import abi as catalogue
 from vdsogen.spec import functions
 from vdsogen.spec.layout import load_layout, layout_path
+from vdsogen.spec.kconfig import load_kconfig
 from vdsogen.elf.consts import MACHINE_NAMES
 from vdsogen.spec.toml import C_IDENT, Table, load_toml
 
@@ -223,13 +224,18 @@ def spec_path(name, specs=None):
     return SpecTree(specs).spec_dir / f"{name}.toml"
 
 
-def load_target(name, specs=None):
-    """Target `name` from specs/ (or from the directory `specs`)."""
+def load_target(name, specs=None, kconfig=None):
+    """Target `name` from specs/ (or from the directory `specs`).
+
+    With `kconfig` (a kernel .config), the values the image depends on
+    (tick, page size) come from the kernel's configuration rather than from
+    the spec, and the layout is checked against it (vdsogen/spec/kconfig.py)."""
     path = spec_path(name, specs)
     if not path.is_file():
         known = ", ".join(list_targets(specs)) or "none"
         raise SpecError(path, None, f"no spec for target {name!r} (known: {known})")
-    return _parse(name, path, Table(path, load_toml(path)), SpecTree(specs))
+    kc = load_kconfig(kconfig) if kconfig is not None else None
+    return _parse(name, path, Table(path, load_toml(path)), SpecTree(specs), kc)
 
 
 def _identity(top, abi):
@@ -254,7 +260,20 @@ def _identity(top, abi):
                        tuple(int(p) for p in parts), text_fill, eh_frame), soname
 
 
-def _parse(name, path, top, tree):
+def _from_kconfig(table, key, fixed, **bounds):
+    """[datapage] `key` from the kernel's configuration when it fixes one
+    (the spec's value, if any, is still checked), else from the spec."""
+    if key not in fixed:
+        return table.int(key, **bounds)
+    table.int(key, None, **bounds)
+    value, why = fixed[key]
+    lo, hi = bounds.get("lo"), bounds.get("hi")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        table.error(key, f"{value} (from {why}) is out of range [{lo}, {hi}]")
+    return value
+
+
+def _parse(name, path, top, tree, kc=None):
     abi_name = top.str("abi")
     abi = catalogue.get(abi_name)
     if abi is None:
@@ -372,7 +391,10 @@ def _parse(name, path, top, tree):
     if not layout_path(layout_name, tree.layout_dirs).is_file():
         dt.error("layout", f"no layout {layout_name!r} in {', '.join(map(str, tree.layout_dirs))}")
     layout = load_layout(layout_name, tree.layout_dirs)
-    page_size = dt.int("page_size", lo=4096, hi=1 << 20)
+    fixed = kc.datapage() if kc is not None else {}
+    if kc is not None:
+        kc.check_layout(layout, f"{path}: datapage.layout")
+    page_size = _from_kconfig(dt, "page_size", fixed, lo=4096, hi=1 << 20)
     if page_size & (page_size - 1):
         dt.error("page_size", f"{page_size} is not a power of two")
     pages = dt.int("pages", lo=1, hi=64)
@@ -381,7 +403,7 @@ def _parse(name, path, top, tree):
     for page in layout.pages:
         if page.struct and layout.struct(page.struct).size > page_size:
             dt.error("page_size", f"struct {page.struct} does not fit in a {page_size}-byte page")
-    tick_nsec = dt.int("tick_nsec", lo=1, hi=999_999_999)
+    tick_nsec = _from_kconfig(dt, "tick_nsec", fixed, lo=1, hi=999_999_999)
     # Linux serves the coarse clocks from the page whatever the clock mode,
     # since its timekeeper keeps their bases current; a runtime whose page
     # writer stops updating in clock mode NONE wants the syscall instead.

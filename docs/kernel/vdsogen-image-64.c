@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The x86-64 vDSO image as vdsogen built it, described to the kernel's
+ * mapping code (arch/x86/entry/vdso/vma.c) as vdso2c would have described
+ * its own: the image, padded to whole pages, and where the four vvar pages
+ * sit below its text.  vdsogen/vdso-image.c (vdsogen build --emit=c) holds
+ * the image as vdso_start[] and includes vdso-offsets.h, whose offsets vdsogen
+ * read from the image it built.
+ */
+#include <asm/vdso.h>
+#include "vdsogen/vdso-image.c"
+
+const struct vdso_image vdso_image_64 = {
+	.data			= (void *)vdso_start,
+	.size			= vdso_image_size,
+	.sym_vvar_start		= vdso_data_offset,
+	.sym_vvar_page		= vdso_page_time,
+	.sym_pvclock_page	= vdso_page_pvclock,
+	.sym_hvclock_page	= vdso_page_hvclock,
+	.sym_timens_page	= vdso_page_timens,
+};
