@@ -9,7 +9,8 @@
  *   checks-modes.c	clock modes, max_cycles, the time namespace
  *   seqcount.c	a writer rewriting the page while readers run
  *   unwind.c	unwinding through the signal trampolines, and sigreturn
- *   main.c	the order of the groups, the arch checks, --bench
+ *   main.c	the order of the groups, the arch checks
+ *   bench.c	--bench: timings for vdsogen bench, no checks
  *
  * plus elf.c (harness.h) and, for targets with functions an arch fragment
  * implements, their checks rendered from arch/ARCH/harness-check-NAME.c.j2.
@@ -300,6 +301,12 @@ void thread_stop(void);
 
 /* Unwinding through the signal trampolines, and returning through them. */
 void grp_unwind(void);
+
+/* ------------------------------------------------------------------ */
+/* bench.c                                                             */
+
+/* harness --bench ...: the benchmark; its exit status. */
+int bench_main(int argc, char **argv);
 
 /* ------------------------------------------------------------------ */
 /* trap.c (H_TRAP_SYSCALLS)                                            */

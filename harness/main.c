@@ -1,7 +1,8 @@
 /*
  * vdsogen test harness: runs a vDSO image the way a process sees it.
  *
- *   harness [--bench] IMAGE
+ *   harness IMAGE
+ *   harness --bench [OPTIONS] IMAGE	(bench.c)
  *
  * Maps IMAGE as the kernel does (the data pages, then the file right above
  * them), resolves every export through the image's own hash tables and
@@ -34,51 +35,6 @@ static void grp_arch(void)
 		checks[i]();
 }
 
-/* ------------------------------------------------------------------ */
-/* Benchmark (--bench): numbers for people, never a check.             */
-
-#ifdef H_HAS_CLOCK_GETTIME
-#define BENCH_CALLS	200000
-
-/* Mean nanoseconds per clock_gettime(clk), through the vDSO or the raw syscall. */
-static double bench_ns(int clk, int via_vdso)
-{
-	struct vdso_timespec ts;
-	struct hts t0, t1, raw;
-	long i;
-
-	sys_gettime(C_MONOTONIC, &t0);
-	for (i = 0; i < BENCH_CALLS; i++) {
-		if (via_vdso)
-			v_clock_gettime(clk, &ts);
-		else
-			sys_gettime(clk, &raw);
-	}
-	sys_gettime(C_MONOTONIC, &t1);
-	return ((double)(t1.sec - t0.sec) * 1e9 + (double)(t1.nsec - t0.nsec)) / BENCH_CALLS;
-}
-#endif
-
-static int bench(void)
-{
-#ifdef H_HAS_CLOCK_GETTIME
-	static const int clocks[] = { C_MONOTONIC, C_REALTIME, C_MONOTONIC_RAW, C_MONOTONIC_COARSE };
-	static const char *const names[] = { "MONOTONIC", "REALTIME", "MONOTONIC_RAW", "MONOTONIC_COARSE" };
-	struct tk tk;
-	size_t i;
-
-	if (h_fn[IMPL_CLOCK_GETTIME]) {
-		tk_fresh(&tk, h_counter_modes[0]);
-		for (i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++)
-			printf("bench clock_gettime(%s): vdso %.1f ns/call, syscall %.1f ns/call\n",
-			       names[i], bench_ns(clocks[i], 1), bench_ns(clocks[i], 0));
-		return 0;
-	}
-#endif
-	printf("# %s exports no clock_gettime\n", H_TARGET);
-	return 0;
-}
-
 /* Functions whose symbol did not resolve: their checks do not run. */
 static void note_unresolved(void)
 {
@@ -91,23 +47,16 @@ static void note_unresolved(void)
 
 int main(int argc, char **argv)
 {
-	int benchmark = argc == 3 && strcmp(argv[1], "--bench") == 0;
-
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc != 2 && !benchmark) {
-		fprintf(stderr, "usage: %s [--bench] IMAGE\n", argv[0]);
+	if (argc >= 2 && strcmp(argv[1], "--bench") == 0) {
+		printf("# vdsogen harness for %s (%s): benchmark\n", H_TARGET, H_SPEC);
+		return bench_main(argc, argv);
+	}
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s IMAGE\n       %s --bench [OPTIONS] IMAGE\n", argv[0], argv[0]);
 		return 2;
 	}
 	printf("# vdsogen harness for %s (%s)\n", H_TARGET, H_SPEC);
-	if (benchmark) {
-		pin_cpus();
-		if (map_image(argv[2]) != 0 || check_image() != 0)
-			return 1;
-		check_symbols();
-		if (calibrate() != 0)
-			return 1;
-		return bench();
-	}
 	setup_signals();
 	pin_cpus();
 	if (map_image(argv[1]) != 0 || check_image() != 0)

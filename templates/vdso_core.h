@@ -5,9 +5,20 @@
  * headers: vdso_config.h (which functions to build, the data-page layout's
  * names, the counter's clock modes and quirks), datapage.h (the data-page
  * structures) and vdso_arch.h (the hooks vdso_read_counter(), vdso_rmb(),
- * vdso_cpu_relax() and vdso_syscall(), and optionally vdso_cycles_ok()).
- * Every function returns 0 or -errno (time() returns the time) and falls
- * back to the real syscall whenever the data page cannot answer.
+ * vdso_cpu_relax() and vdso_syscall(), and optionally vdso_read_cycles(),
+ * vdso_cycles_mode(), vdso_read_cycles_split() and vdso_cycles_ok()).
+ * Every function returns 0 or -errno (time() returns the time) in its
+ * export's C type, and falls back to the real syscall whenever the data
+ * page cannot answer.
+ *
+ * Each function is a short hot path for the common case, inlined into its
+ * entry point: one pass under the seqcount, the clock record at a constant
+ * address, the counter of the common clock mode read inline, nothing that
+ * needs a callee-saved register.  Whatever is rare leaves it for a cold
+ * function out of line, which starts over and does everything: an update
+ * in progress (odd sequence) or one that raced the read, a time-namespace
+ * page, the other clock modes, a counter delta past max_cycles or behind
+ * cycle_last, clock mode NONE, and the syscall.
  *
  * 32-bit targets get the same code: the legacy entry points hand back the
  * native `long` seconds (truncated past 2038, as Linux's do) and the
@@ -48,10 +59,32 @@
 
 #define READ_ONCE(x)	(*(const volatile __typeof__(x) *)&(x))
 
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+
+/*
+ * Out of line and rarely run: the compilers keep it away from the hot code,
+ * which reaches it by a tail call.  The cold functions take their export's
+ * arguments first, in its order, and the time data last, as the asm
+ * entries of some targets pass them: the tail call finds them where they
+ * are.  For the same reason gcc gets noipa: a copy specialised for the
+ * constant time data would take the arguments in other registers, and the
+ * hot path would pay for the shuffle.
+ */
+#ifdef __has_attribute
+#if __has_attribute(__noipa__)
+#define __vdso_cold	__attribute__((__noipa__, __cold__))
+#endif
+#endif
+#ifndef __vdso_cold
+#define __vdso_cold	__attribute__((__noinline__, __cold__))
+#endif
+
 /* How a read from the data page ended. */
 enum vdso_read {
 	VDSO_OK,
 	VDSO_SYSCALL,		/* the page cannot answer: make the syscall */
+	VDSO_COLD,		/* the hot path cannot answer: the cold path will */
 #if VDSO_HAS_TIMENS
 	VDSO_TIMENS,		/* this is a time-namespace page */
 #endif
@@ -62,8 +95,22 @@ static __always_inline const vdso_clock_t *vdso_clocks(const vdso_time_data_t *v
 	return VDSO_CLOCKS(vd);
 }
 
+/*
+ * Whether @vd may be a time-namespace page, told by its sequence alone (no
+ * constant to build): a namespace page's stays odd.  Otherwise an odd
+ * sequence only means an update in progress; the cold paths, which look at
+ * clock_mode, tell the two apart.
+ */
+static __always_inline bool vdso_maybe_timens(const vdso_time_data_t *vd)
+{
+	return VDSO_HAS_TIMENS && (READ_ONCE(vdso_clocks(vd)[CS_HRES_COARSE].seq) & 1);
+}
+
 #if VDSO_HAS_TIMENS
-/* The time data to read tz, hrtimer_res and time() from: in a namespace, the real page. */
+/*
+ * The time data to read tz, hrtimer_res and time() from: in a namespace
+ * (clock_mode TIMENS), the real page.
+ */
 static __always_inline const vdso_time_data_t *vdso_real_data(const vdso_time_data_t *vd)
 {
 	if (READ_ONCE(vdso_clocks(vd)[CS_HRES_COARSE].clock_mode) == VDSO_CLOCKMODE_TIMENS)
@@ -92,6 +139,27 @@ static __always_inline bool vdso_cycles_ok(uint64_t cycles)
 }
 #endif
 
+/*
+ * The counter the hot path reads inline, vdso_read_cycles() (or, for a
+ * counter read in two halves, vdso_read_cycles_split()), and the clock
+ * modes in which it is the counter, vdso_cycles_mode().  A counter
+ * fragment that defines only vdso_read_counter() gets the counter of the
+ * spec's first clock mode, in that mode.
+ */
+#ifndef vdso_cycles_mode
+static __always_inline bool vdso_cycles_mode(int32_t mode)
+{
+	return mode == VDSO_COUNTER_FIRST_MODE;
+}
+#endif
+
+#if !defined(vdso_read_cycles) && !defined(vdso_read_cycles_split)
+static __always_inline uint64_t vdso_read_cycles(void)
+{
+	return vdso_read_counter(VDSO_COUNTER_FIRST_MODE);
+}
+#endif
+
 /* (delta * mult + base) >> shift with a 96-bit intermediate, from 32x32 multiplies on 32-bit targets. */
 static __always_inline uint64_t vdso_mul_add_shr(uint64_t delta, uint32_t mult, uint64_t base, uint32_t shift)
 {
@@ -110,6 +178,173 @@ static __always_inline uint64_t vdso_mul_add_shr(uint64_t delta, uint32_t mult, 
 	return (low >> shift) | (hi << (64 - shift));
 #endif
 }
+
+/*
+ * Carry whole seconds from @ns into @sec by subtraction: ns is almost
+ * always below a second already, and the empty asm keeps the compiler from
+ * turning the loop into a 64-bit division, which 32-bit targets would
+ * leave to a libgcc helper.
+ */
+static __always_inline void vdso_normalize(uint64_t *sec, uint64_t *ns)
+{
+	uint64_t s = *sec, n = *ns;
+
+	while (unlikely(n >= NSEC_PER_SEC)) {
+		__asm__("" : "+r"(n));
+		n -= NSEC_PER_SEC;
+		s++;
+	}
+	*sec = s;
+	*ns = n;
+}
+
+/* ------------------------------------------------------------------ */
+/* The hot paths                                                       */
+
+/*
+ * One pass of the seqcount reader, checked once at its end: the record was
+ * stable if the sequence, read again, equals its first value with the low
+ * bit cleared.  An even first value must be unchanged; after an odd one
+ * (an update in progress, or a time-namespace page, whose sequence stays
+ * 1) the sequence can only have moved on, so the test fails and the cold
+ * path, which waits, takes over.  What was computed from a torn record in
+ * between is thrown away.
+ */
+static __always_inline bool vdso_read_stable(const vdso_clock_t *vc, uint32_t seq)
+{
+	vdso_rmb();
+	return READ_ONCE(vc->seq) == (seq & ~1U);
+}
+
+#ifdef vdso_read_cycles_split
+/*
+ * The counter's advance past cycle_last, for a counter read in two 32-bit
+ * halves (x86's edx:eax).  The delta comes from the low halves alone, so
+ * the result does not wait for the halves to be joined, and it is a 32-bit
+ * number: one 32x32 multiply on a 32-bit CPU.  That needs the high halves
+ * to agree; a delta across a 2^32 boundary, like one behind cycle_last,
+ * takes the cold path.
+ */
+static __always_inline bool vdso_hot_delta(const vdso_clock_t *vc, uint64_t *delta)
+{
+	uint32_t hi, lo = vdso_read_cycles_split(&hi);
+	uint32_t last = (uint32_t)vc->cycle_last;
+
+	if (unlikely(hi != (uint32_t)(vc->cycle_last >> 32) || lo < last))
+		return false;
+	*delta = lo - last;
+#if VDSO_COUNTER_MASK
+	*delta &= vc->mask;
+#endif
+	return true;
+}
+#else
+/*
+ * The counter's advance past cycle_last; false when the hot path cannot use
+ * it.  A counter that trails cycle_last (skew between CPUs) goes to the
+ * cold path, which clamps it, where the spec says it may; unmasked, its
+ * delta fails the max_cycles test anyway.
+ */
+static __always_inline bool vdso_hot_delta(const vdso_clock_t *vc, uint64_t *delta)
+{
+	uint64_t cycles = vdso_read_cycles();
+
+	*delta = cycles - vc->cycle_last;
+#if VDSO_COUNTER_MASK
+	*delta &= vc->mask;
+#endif
+#if VDSO_COUNTER_CLAMP_BACKWARDS && (VDSO_COUNTER_MASK || !VDSO_HAS_MAX_CYCLES)
+	if (unlikely(cycles < vc->cycle_last))
+		return false;
+#endif
+	return true;
+}
+#endif
+
+/*
+ * A counter clock, base @clk of record @vc, in one pass.  The sequence is
+ * loaded first and the counter read right after it, ordered after that
+ * load by the counter's own read; the check of the clock mode follows, off
+ * the counter's critical path (in a mode the hot path does not serve, the
+ * count read is simply not used).  Past max_cycles, and so with a counter
+ * behind cycle_last, the product needs more than 64 bits: the cold path.
+ * So is a result past a whole second, which happens only between a second
+ * boundary and the next update.
+ */
+static __always_inline enum vdso_read
+vdso_hres_fast(const vdso_clock_t *vc, uint32_t clk, struct vdso_timespec64 *ts)
+{
+	uint64_t delta, sec, ns;
+	uint32_t seq;
+	bool ok;
+
+	seq = READ_ONCE(vc->seq);
+	vdso_rmb();
+	ok = vdso_hot_delta(vc, &delta);
+	if (unlikely(!vdso_cycles_mode(vc->clock_mode) || !ok))
+		return VDSO_COLD;
+#if VDSO_HAS_MAX_CYCLES
+	if (unlikely(delta > vc->max_cycles))
+		return VDSO_COLD;
+#endif
+	sec = vc->basetime[clk].sec;
+	ns = (delta * vc->mult + vc->basetime[clk].nsec) >> vc->shift;
+	if (unlikely(!vdso_read_stable(vc, seq)))
+		return VDSO_COLD;
+	/* A second boundary passed since the last update: rare, the cold path carries it. */
+	if (unlikely(ns >= NSEC_PER_SEC))
+		return VDSO_COLD;
+	ts->tv_sec = sec;
+	ts->tv_nsec = ns;
+	return VDSO_OK;
+}
+
+/* A coarse clock: a consistent copy of base @clk, which the kernel keeps normalised. */
+static __always_inline enum vdso_read
+vdso_coarse_fast(const vdso_clock_t *vc, uint32_t clk, struct vdso_timespec64 *ts)
+{
+	uint64_t sec, ns;
+	uint32_t seq;
+
+	seq = READ_ONCE(vc->seq);
+	vdso_rmb();
+	sec = vc->basetime[clk].sec;
+	ns = vc->basetime[clk].nsec;
+	if (unlikely(!vdso_read_stable(vc, seq)))
+		return VDSO_COLD;
+#if VDSO_COARSE_IN_MODE_NONE_SYSCALL
+	if (unlikely(vc->clock_mode == VDSO_CLOCKMODE_NONE))
+		return VDSO_COLD;
+#endif
+	ts->tv_sec = sec;
+	ts->tv_nsec = ns;
+	return VDSO_OK;
+}
+
+/*
+ * The time of @clock with 64-bit seconds, the hot read every clock_gettime
+ * flavour shares: VDSO_OK, or VDSO_COLD when the cold path must answer
+ * (which makes the syscall for a clock the page does not serve).
+ */
+static __always_inline enum vdso_read
+vdso_clock_read(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespec64 *ts)
+{
+	const vdso_clock_t *vc = vdso_clocks(vd);
+
+	/* Negative ids (CPU clocks, clock fds) wrap to large values here. */
+	if (unlikely((uint32_t)clock >= VDSO_MAX_CLOCKS))
+		return VDSO_COLD;
+	if (likely((VDSO_HRES >> clock) & 1))
+		return vdso_hres_fast(&vc[CS_HRES_COARSE], clock, ts);
+	if ((VDSO_COARSE >> clock) & 1)
+		return vdso_coarse_fast(&vc[CS_HRES_COARSE], clock, ts);
+	if (clock == CLOCK_MONOTONIC_RAW)
+		return vdso_hres_fast(&vc[CS_RAW], CLOCK_MONOTONIC_RAW, ts);
+	return VDSO_COLD;
+}
+
+/* ------------------------------------------------------------------ */
+/* The cold path: every case, as the data-page contract describes it   */
 
 /* Nanoseconds at @cycles, from a base in shifted nanoseconds. */
 static __always_inline uint64_t
@@ -191,36 +426,17 @@ vdso_read_clock(const vdso_clock_t *vc, clockid_t clk, bool counter, uint64_t *s
 	return VDSO_OK;
 }
 
-/*
- * ns / NSEC_PER_SEC by subtraction: the quotient is almost always 0 or 1,
- * and the empty asm keeps the compiler from turning the loop into a 64-bit
- * division, which 32-bit targets would leave to a libgcc helper.
- */
-static __always_inline uint64_t vdso_div_ns(uint64_t ns, uint64_t *rem)
+/* The time of @clock, whatever the page holds: VDSO_OK, or VDSO_SYSCALL. */
+static __vdso_cold enum vdso_read
+vdso_clock_read_cold(clockid_t clock, struct vdso_timespec64 *ts, const vdso_time_data_t *vd)
 {
-	uint64_t sec = 0;
-
-	while (ns >= NSEC_PER_SEC) {
-		__asm__("" : "+r"(ns));
-		ns -= NSEC_PER_SEC;
-		sec++;
-	}
-	*rem = ns;
-	return sec;
-}
-
-/* The time of @clock with 64-bit seconds, the one read every clock_gettime flavour shares. */
-static __always_inline enum vdso_read
-vdso_clock_read(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespec64 *ts)
-{
-	const vdso_clock_t *vc = vdso_clocks(vd);
-	uint64_t sec, ns, rem;
+	const vdso_timestamp_t *offs = NULL;
+	uint64_t sec, ns;
 	enum vdso_read ret;
 	bool counter;
 	uint32_t msk;
 	int cs;
 
-	/* Negative ids (CPU clocks, clock fds) wrap to large values here. */
 	if ((uint32_t)clock >= VDSO_MAX_CLOCKS)
 		return VDSO_SYSCALL;
 	msk = 1U << clock;
@@ -237,37 +453,55 @@ vdso_clock_read(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespe
 		return VDSO_SYSCALL;
 	}
 
-	ret = vdso_read_clock(&vc[cs], clock, counter, &sec, &ns);
-#if VDSO_HAS_TIMENS
-	if (ret == VDSO_TIMENS) {
-		/* Namespace page: its basetime[] are offsets (sec signed, ns plain) to add to the real clock. */
-		const vdso_timestamp_t *offs = &vc[cs].basetime[clock];
-
-		vd = vdso_real_data(vd);
+	for (;;) {
 		ret = vdso_read_clock(&vdso_clocks(vd)[cs], clock, counter, &sec, &ns);
-		if (ret != VDSO_OK)
-			return VDSO_SYSCALL;
+#if VDSO_HAS_TIMENS
+		if (ret == VDSO_TIMENS && !offs) {
+			/* A namespace page: its basetime[] are offsets (sec signed, ns plain) to the real clock. */
+			offs = &vdso_clocks(vd)[cs].basetime[clock];
+			vd = vdso_real_data(vd);
+			continue;
+		}
+#endif
+		break;
+	}
+	if (ret != VDSO_OK)
+		return VDSO_SYSCALL;
+	if (offs) {
 		sec += offs->sec;
 		ns += offs->nsec;
 	}
-#endif
-	if (ret != VDSO_OK)
-		return VDSO_SYSCALL;
 
-	ts->tv_sec = sec + vdso_div_ns(ns, &rem);
-	ts->tv_nsec = rem;
+	vdso_normalize(&sec, &ns);
+	ts->tv_sec = sec;
+	ts->tv_nsec = ns;
 	return VDSO_OK;
 }
 
+/* ------------------------------------------------------------------ */
+/* The functions                                                       */
+
 #if VDSO_HAS_CLOCK_GETTIME
 /* The native timespec: on 32-bit targets its seconds wrap in 2038, as Linux's own vDSO lets them. */
-static __always_inline long
+static __vdso_cold int
+vdso_clock_gettime_cold(clockid_t clock, struct vdso_timespec *ts, const vdso_time_data_t *vd)
+{
+	struct vdso_timespec64 t;
+
+	if (vdso_clock_read_cold(clock, &t, vd) != VDSO_OK)
+		return vdso_syscall(VDSO_NR_clock_gettime, clock, (long)ts, 0);
+	ts->tv_sec = t.tv_sec;
+	ts->tv_nsec = t.tv_nsec;
+	return 0;
+}
+
+static __always_inline int
 vdso_clock_gettime(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespec *ts)
 {
 	struct vdso_timespec64 t;
 
 	if (vdso_clock_read(vd, clock, &t) != VDSO_OK)
-		return vdso_syscall(VDSO_NR_clock_gettime, clock, (long)ts, 0);
+		return vdso_clock_gettime_cold(clock, ts, vd);
 	ts->tv_sec = t.tv_sec;
 	ts->tv_nsec = t.tv_nsec;
 	return 0;
@@ -275,30 +509,67 @@ vdso_clock_gettime(const vdso_time_data_t *vd, clockid_t clock, struct vdso_time
 #endif
 
 #if VDSO_HAS_CLOCK_GETTIME64
-static __always_inline long
+static __vdso_cold int
+vdso_clock_gettime64_cold(clockid_t clock, struct vdso_timespec64 *ts, const vdso_time_data_t *vd)
+{
+	if (vdso_clock_read_cold(clock, ts, vd) == VDSO_OK)
+		return 0;
+	return vdso_syscall(VDSO_NR_clock_gettime64, clock, (long)ts, 0);
+}
+
+static __always_inline int
 vdso_clock_gettime64(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespec64 *ts)
 {
 	if (vdso_clock_read(vd, clock, ts) == VDSO_OK)
 		return 0;
-	return vdso_syscall(VDSO_NR_clock_gettime64, clock, (long)ts, 0);
+	return vdso_clock_gettime64_cold(clock, ts, vd);
 }
 #endif
 
 #if VDSO_HAS_GETTIMEOFDAY
-static __always_inline long
+/* settimeofday() writes the timezone without the seqcount; so do we read it. */
+static __always_inline void vdso_timezone(const vdso_time_data_t *vd, struct vdso_timezone *tz)
+{
+	vd = vdso_real_data(vd);
+	tz->tz_minuteswest = READ_ONCE(VDSO_TZ_MINUTESWEST(vd));
+	tz->tz_dsttime = READ_ONCE(VDSO_TZ_DSTTIME(vd));
+}
+
+static __vdso_cold int
+vdso_gettimeofday_cold(struct vdso_timeval *tv, struct vdso_timezone *tz, const vdso_time_data_t *vd)
+{
+	struct vdso_timespec64 ts;
+
+	if (tv) {
+		if (vdso_clock_read_cold(CLOCK_REALTIME, &ts, vd) != VDSO_OK)
+			return vdso_syscall(VDSO_NR_gettimeofday, (long)tv, (long)tz, 0);
+		tv->tv_sec = ts.tv_sec;
+		tv->tv_usec = (uint32_t)ts.tv_nsec / 1000;
+	}
+	if (tz)
+		vdso_timezone(vd, tz);
+	return 0;
+}
+
+/*
+ * Once the hot read of REALTIME has answered, @vd is known to be the real
+ * page, the one to read the timezone from.  A call for the timezone alone
+ * is rare: the cold path answers it.
+ */
+static __always_inline int
 vdso_gettimeofday(const vdso_time_data_t *vd, struct vdso_timeval *tv, struct vdso_timezone *tz)
 {
 	if (tv) {
 		struct vdso_timespec64 ts;
 
 		if (vdso_clock_read(vd, CLOCK_REALTIME, &ts) != VDSO_OK)
-			return vdso_syscall(VDSO_NR_gettimeofday, (long)tv, (long)tz, 0);
+			return vdso_gettimeofday_cold(tv, tz, vd);
 		tv->tv_sec = ts.tv_sec;
 		tv->tv_usec = (uint32_t)ts.tv_nsec / 1000;
+	} else {
+		return vdso_gettimeofday_cold(tv, tz, vd);
 	}
-	if (tz) {
-		/* settimeofday() writes these without the seqcount; so do we read them. */
-		vd = vdso_real_data(vd);
+	if (unlikely(tz)) {
 		tz->tz_minuteswest = READ_ONCE(VDSO_TZ_MINUTESWEST(vd));
 		tz->tz_dsttime = READ_ONCE(VDSO_TZ_DSTTIME(vd));
 	}
@@ -307,53 +578,63 @@ vdso_gettimeofday(const vdso_time_data_t *vd, struct vdso_timeval *tv, struct vd
 #endif
 
 #if VDSO_HAS_TIME
-/* One load, no seqcount: the kernel keeps REALTIME's seconds current even in clock mode NONE. */
+/*
+ * One load, no seqcount: the kernel keeps REALTIME's seconds current even
+ * in clock mode NONE.  In a time namespace they come from the real page.
+ */
 static __always_inline long vdso_time(const vdso_time_data_t *vd, long *t)
 {
 	long secs;
 
-	vd = vdso_real_data(vd);
-	secs = READ_ONCE(vdso_clocks(vd)[CS_HRES_COARSE].basetime[CLOCK_REALTIME].sec);
+	if (unlikely(vdso_maybe_timens(vd)))
+		vd = vdso_real_data(vd);
 #if VDSO_COARSE_IN_MODE_NONE_SYSCALL
 	/* This page writer stops REALTIME's seconds too in clock mode NONE: ask the kernel. */
-	if (READ_ONCE(vdso_clocks(vd)[CS_HRES_COARSE].clock_mode) == VDSO_CLOCKMODE_NONE) {
+	if (unlikely(READ_ONCE(vdso_clocks(vd)[CS_HRES_COARSE].clock_mode) == VDSO_CLOCKMODE_NONE)) {
 		struct vdso_timespec ts;
 		long ret = vdso_syscall(VDSO_NR_clock_gettime, CLOCK_REALTIME_COARSE, (long)&ts, 0);
 
 		if (ret)
 			return ret;
 		secs = ts.tv_sec;
-	}
+	} else
 #endif
+	secs = READ_ONCE(vdso_clocks(vd)[CS_HRES_COARSE].basetime[CLOCK_REALTIME].sec);
 	if (t)
 		*t = secs;
 	return secs;
 }
 #endif
 
-/* The resolution of @clock in ns, or -1 when the page does not serve it. */
+/*
+ * The resolution of @clock in ns, or -1 when the page does not serve it.
+ * hrtimer_res is one store of the kernel's, read without the seqcount, from
+ * the real page in a namespace.
+ */
 static __always_inline long vdso_clock_res(const vdso_time_data_t *vd, clockid_t clock)
 {
-	uint32_t msk;
-
-	if ((uint32_t)clock >= VDSO_MAX_CLOCKS)
+	if (unlikely((uint32_t)clock >= VDSO_MAX_CLOCKS))
 		return -1;
-	msk = 1U << clock;
-	if (msk & (VDSO_HRES | VDSO_RAW))
-		return READ_ONCE(VDSO_HRTIMER_RES(vdso_real_data(vd)));
-	if (msk & VDSO_COARSE)
-		return VDSO_LOW_RES_NSEC;
-	return -1;
+	if (unlikely(!(((VDSO_HRES | VDSO_RAW) >> clock) & 1)))
+		return ((VDSO_COARSE >> clock) & 1) ? VDSO_LOW_RES_NSEC : -1;
+	if (unlikely(vdso_maybe_timens(vd)))
+		vd = vdso_real_data(vd);
+	return READ_ONCE(VDSO_HRTIMER_RES(vd));
 }
 
 #if VDSO_HAS_CLOCK_GETRES
-static __always_inline long
+static __vdso_cold int vdso_clock_getres_cold(clockid_t clock, struct vdso_timespec *res)
+{
+	return vdso_syscall(VDSO_NR_clock_getres, clock, (long)res, 0);
+}
+
+static __always_inline int
 vdso_clock_getres(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespec *res)
 {
 	long ns = vdso_clock_res(vd, clock);
 
-	if (ns < 0)
-		return vdso_syscall(VDSO_NR_clock_getres, clock, (long)res, 0);
+	if (unlikely(ns < 0))
+		return vdso_clock_getres_cold(clock, res);
 	if (res) {
 		res->tv_sec = 0;
 		res->tv_nsec = ns;
@@ -363,13 +644,18 @@ vdso_clock_getres(const vdso_time_data_t *vd, clockid_t clock, struct vdso_times
 #endif
 
 #if VDSO_HAS_CLOCK_GETRES_TIME64
-static __always_inline long
+static __vdso_cold int vdso_clock_getres_time64_cold(clockid_t clock, struct vdso_timespec64 *res)
+{
+	return vdso_syscall(VDSO_NR_clock_getres_time64, clock, (long)res, 0);
+}
+
+static __always_inline int
 vdso_clock_getres_time64(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespec64 *res)
 {
 	long ns = vdso_clock_res(vd, clock);
 
-	if (ns < 0)
-		return vdso_syscall(VDSO_NR_clock_getres_time64, clock, (long)res, 0);
+	if (unlikely(ns < 0))
+		return vdso_clock_getres_time64_cold(clock, res);
 	if (res) {
 		res->tv_sec = 0;
 		res->tv_nsec = ns;

@@ -131,12 +131,18 @@ def build_broken(target, outdir, edits):
     return so
 
 
-# Each breakage: the edits, and the checks that must then FAIL.
+# Each breakage: the edits, and the checks that must then FAIL.  The core
+# has a hot path inlined into each entry and a cold path out of line that
+# redoes everything; a breakage edits the path its checks take (the hot one
+# for a clock read on a fresh page), and the other too where both have it.
 BREAKAGES = {
     # BOOTTIME answers from MONOTONIC's base.
     "swapped-base": (
-        {"vdso_core.h": [("ret = vdso_read_clock(&vc[cs], clock, counter, &sec, &ns);",
-                          "ret = vdso_read_clock(&vc[cs], clock == CLOCK_BOOTTIME ? "
+        {"vdso_core.h": [("return vdso_hres_fast(&vc[CS_HRES_COARSE], clock, ts);",
+                          "return vdso_hres_fast(&vc[CS_HRES_COARSE], clock == CLOCK_BOOTTIME ? "
+                          "CLOCK_MONOTONIC : clock, ts);"),
+                         ("ret = vdso_read_clock(&vdso_clocks(vd)[cs], clock, counter, &sec, &ns);",
+                          "ret = vdso_read_clock(&vdso_clocks(vd)[cs], clock == CLOCK_BOOTTIME ? "
                           "CLOCK_MONOTONIC : clock, counter, &sec, &ns);")]},
         ["clock_gettime.BOOTTIME"]),
     # The invalid-id path of clock_gettime writes into the caller's buffer.
@@ -145,7 +151,8 @@ BREAKAGES = {
                           "{ ts->tv_nsec = 0; return vdso_syscall(VDSO_NR_clock_gettime, "
                           "clock, (long)ts, 0); }")]},
         ["clock_gettime.invalid_12", "clock_gettime.invalid_100"]),
-    # The reader no longer waits while an update is in progress.
+    # The reader no longer waits while an update is in progress (the hot
+    # path hands an odd sequence to the cold one, which must wait).
     "seqcount-no-wait": (
         {"vdso_core.h": [("while ((*seq = READ_ONCE(vc->seq)) & 1) {",
                           "while ((*seq = READ_ONCE(vc->seq)) & 1 && "
@@ -153,7 +160,10 @@ BREAKAGES = {
         ["seqcount.wait.MONOTONIC", "seqcount.wait.MONOTONIC_RAW"]),
     # The raw clock is read with the hres record's mult and shift.
     "raw-uses-hres-record": (
-        {"vdso_core.h": [("*ns = vdso_counter_ns(vc, cycles, *ns);",
+        {"vdso_core.h": [("ns = (delta * vc->mult + vc->basetime[clk].nsec) >> vc->shift;",
+                          "ns = (delta * (vc - (clk == CLOCK_MONOTONIC_RAW))->mult + vc->basetime[clk].nsec) "
+                          ">> (vc - (clk == CLOCK_MONOTONIC_RAW))->shift;"),
+                         ("*ns = vdso_counter_ns(vc, cycles, *ns);",
                           "*ns = vdso_counter_ns(vc - (clk == CLOCK_MONOTONIC_RAW), cycles, *ns);")]},
         ["clock_gettime.MONOTONIC_RAW"]),
     # Namespace offsets are ignored.
@@ -162,12 +172,11 @@ BREAKAGES = {
         ["timens.MONOTONIC", "timens.BOOTTIME"]),
     # clock_getres answers 1 ns for the counter clocks without reading hrtimer_res.
     "getres-constant-1": (
-        {"vdso_core.h": [("return READ_ONCE(VDSO_HRTIMER_RES(vdso_real_data(vd)));", "return ((void)vd, 1);")]},
+        {"vdso_core.h": [("return READ_ONCE(VDSO_HRTIMER_RES(vd));", "return ((void)vd, 1);")]},
         [f"clock_getres.{c}" for c in COUNTER_CLOCKS]),
     # clock_getres answers the tick for the counter clocks too.
     "getres-tick-for-hres": (
-        {"vdso_core.h": [("return READ_ONCE(VDSO_HRTIMER_RES(vdso_real_data(vd)));",
-                          "return ((void)vd, VDSO_LOW_RES_NSEC);")]},
+        {"vdso_core.h": [("return READ_ONCE(VDSO_HRTIMER_RES(vd));", "return ((void)vd, VDSO_LOW_RES_NSEC);")]},
         [f"clock_getres.{c}" for c in COUNTER_CLOCKS]),
     # The id is range-checked as signed: negative ids reach the shift (UB);
     # the hardware masks the count, and -57 lands on BOOTTIME's bit.

@@ -3,11 +3,25 @@
 import argparse
 import os
 import sys
-from pathlib import Path
 
 from vdsogen import __version__
 from vdsogen.errors import VdsogenError
-from vdsogen.spec.model import list_targets, load_target
+
+
+def load_target(*args, **kwargs):
+    # Imported on first use: a `vdsogen build` with nothing to do loads no spec.
+    from vdsogen.spec.model import load_target as load
+    return load(*args, **kwargs)
+
+
+def _positive(text):
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {n}")
+    return n
 
 
 def _targets(text):
@@ -18,6 +32,8 @@ def _targets(text):
 
 
 def cmd_list(args):
+    from vdsogen.spec.model import list_targets
+
     for name in list_targets(args.specs):
         t = load_target(name, args.specs)
         print(f"{name:<10} {t.soname:<18} {', '.join(t.versions):<14} {t.description}")
@@ -25,18 +41,16 @@ def cmd_list(args):
 
 
 def cmd_build(args):
-    from vdsogen.build.image import build_target
-    from vdsogen.audit.check import build_validator
-    from vdsogen.gen.render import sources
+    from vdsogen.build.image import build_images
 
-    # Every spec is loaded and rendered before anything is written.
-    targets = [load_target(n, args.specs) for n in args.arch]
-    rendered = [(t, sources(t)) for t in targets]
-    out = Path(args.out)
-    for t, files in rendered:
-        outdir = out / t.name if len(targets) > 1 else out
-        build_target(t, outdir, validate=build_validator, files=files)
-    return 0
+    def validate(target, so, dbg):
+        from vdsogen.audit.check import build_validator
+        return build_validator(target, so, dbg)
+
+    # Targets whose inputs did not change are left alone (nothing written);
+    # the others are all loaded and rendered before anything is written.
+    return build_images(args.arch, args.out, specs=args.specs, emit=args.emit, emit_name=args.emit_name,
+                        kconfig=args.kconfig, depfile_path=args.depfile, validate=validate)
 
 
 def cmd_check(args):
@@ -70,6 +84,9 @@ def cmd_rules(args):
         print("runs in:  " + ("audit and check" if r.in_audit else "check only (compares with the target spec)"))
         print()
         print(r.explain)
+        if r.relief:
+            print()
+            print("lowered: " + r.relief)
         return 0
     print(f"{'ID':<5} {'linux':<8} {'qemu-user':<9} {'strict':<7} reason")
     for r in rules.all_rules():
@@ -85,6 +102,13 @@ def cmd_test(args):
     return run_tests(load_target(args.arch, args.specs), args.image, workdir=args.workdir, bench=args.bench)
 
 
+def cmd_bench(args):
+    from vdsogen.bench import run_bench
+
+    return run_bench(load_target(args.arch, args.specs), args.image, workdir=args.workdir, fmt=args.format,
+                     rounds=args.rounds, batch_us=args.batch_us, cpu=args.cpu, references=args.reference)
+
+
 def _profiles():
     from vdsogen.audit.rules import PROFILE_HELP
     return PROFILE_HELP
@@ -96,6 +120,31 @@ def _abi_names():
         return abi.names()
     except VdsogenError:
         return []
+
+
+class _Later:
+    """A value computed on first use.  The audit options show the ABI
+    catalogue and the rule profiles in their choices and help, which costs
+    more than a `vdsogen build` with nothing to do may take (0.2 s)."""
+
+    def __init__(self, compute):
+        self._compute = compute
+        self._value = None
+
+    @property
+    def value(self):
+        if self._value is None:
+            self._value = self._compute()
+        return self._value
+
+    def __contains__(self, item):
+        return item in self.value
+
+    def __iter__(self):
+        return iter(self.value)
+
+    def __str__(self):
+        return str(self.value)
 
 
 def _specs_option(s):
@@ -117,6 +166,15 @@ def parser():
     s.add_argument("--arch", required=True, type=_targets, metavar="T[,T...]")
     s.add_argument("--out", required=True, metavar="DIR")
     _specs_option(s)
+    s.add_argument("--emit", type=_targets, action="extend", default=[], metavar="KIND[,KIND...]",
+                   help="also write what a kernel embeds, each with vdso-offsets.h: c (vdso-image.c), "
+                        "incbin (vdso-wrap.S), lds-offsets (vdso-offsets.lds)")
+    s.add_argument("--emit-name", default="vdso", metavar="NAME",
+                   help="prefix of the embedded identifiers (default vdso: vdso_start, vdso_offset_SYMBOL)")
+    s.add_argument("--depfile", metavar="FILE", help="write the outputs' inputs as a make rule")
+    s.add_argument("--kconfig", metavar="FILE",
+                   help="a kernel .config: the tick (CONFIG_HZ) and page size come from it, and the "
+                        "spec's layout is checked against it")
     s.set_defaults(func=cmd_build)
 
     s = sub.add_parser("check", help="validate an image against its target spec")
@@ -132,10 +190,11 @@ def parser():
                                    "errors, 2 when an input is unusable.")
     s.add_argument("files", nargs="*", metavar="FILE", help="vDSO images (.so or unstripped .so.dbg)")
     s.add_argument("--live", action="store_true", help="also audit the vDSO mapped into this process")
-    s.add_argument("--arch", choices=_abi_names(), metavar="ABI",
-                   help="the image's ABI, instead of detecting it: " + ", ".join(_abi_names()))
-    s.add_argument("--profile", choices=_profiles(), default="linux",
-                   help="what counts as an error: " + "; ".join(f"{k}: {v}" for k, v in _profiles().items()))
+    s.add_argument("--arch", choices=_Later(_abi_names), metavar="ABI",
+                   help="the image's ABI, instead of detecting it: %(choices)s")
+    profile = s.add_argument("--profile", choices=_Later(_profiles), default="linux",
+                             help="what counts as an error: %(profiles)s")
+    profile.profiles = _Later(lambda: "; ".join(f"{k}: {v}" for k, v in _profiles().items()))
     s.add_argument("--format", choices=("text", "json"), default="text")
     s.add_argument("-v", "--verbose", action="store_true", help="list every consumer lookup")
     s.set_defaults(func=cmd_audit)
@@ -149,9 +208,31 @@ def parser():
     s.add_argument("--image", metavar="FILE", help="image to test (default: build one)")
     s.add_argument("--workdir", metavar="DIR", help="where to build (default: a temporary directory)")
     s.add_argument("--bench", action="store_true",
-                   help="time clock_gettime through the image and through the syscall instead of checking")
+                   help="run the harness's benchmark instead of its checks, printing its raw lines "
+                        "(`vdsogen bench` makes the table)")
     _specs_option(s)
     s.set_defaults(func=cmd_test)
+
+    s = sub.add_parser("bench", help="time an image against the running kernel's vDSO and the syscall",
+                       description="ns per call of every export and clock class through the image, the "
+                                   "running kernel's vDSO (natively) and the raw syscall, with the ordered "
+                                   "counter read alone as the floor, in interleaved batches pinned to one "
+                                   "CPU; and each export's hot-path instruction count next to real Linux "
+                                   "images of the same ABI.  A benchmark: it passes or fails nothing.")
+    s.add_argument("--arch", required=True, metavar="T")
+    s.add_argument("--image", metavar="FILE", help="image to time (default: build one)")
+    s.add_argument("--format", choices=("text", "json"), default="text")
+    s.add_argument("--workdir", metavar="DIR", help="where to build (default: a temporary directory)")
+    s.add_argument("--rounds", type=_positive, default=31, metavar="N",
+                   help="rounds of interleaved batches (default 31)")
+    s.add_argument("--batch-us", type=_positive, default=500, metavar="US",
+                   help="length of one batch in microseconds (default 500)")
+    s.add_argument("--cpu", type=int, metavar="N", help="the CPU to pin to (default: the one it starts on)")
+    s.add_argument("--reference", action="append", metavar="FILE",
+                   help="a real vDSO image of the same ABI to count hot paths in (repeatable; default: "
+                        "those under $VDSOGEN_BENCH_REFERENCES, or /var/tmp/vdso-cache)")
+    _specs_option(s)
+    s.set_defaults(func=cmd_bench)
     return p
 
 

@@ -32,6 +32,8 @@ static __always_inline void vdso_cpu_relax(void)
 	__asm__ __volatile__("pause" : : : "memory");
 }
 
+#include <stdbool.h>
+
 /* x86's clock modes (Linux: asm/vdso/clocksource.h). */
 #define VDSO_CLOCKMODE_TSC	1
 #define VDSO_CLOCKMODE_PVCLOCK	2
@@ -40,17 +42,67 @@ static __always_inline void vdso_cpu_relax(void)
 /*
  * The TSC.  The kernel patches its own images' bare rdtsc into an ordered
  * form at boot; an image nobody patches must order the read itself, or it
- * may run ahead of the seqcount load.
+ * may run ahead of the seqcount load.  Both forms wait until every earlier
+ * instruction has completed: lfence; rdtsc (every x86-64 CPU and SSE2
+ * 32-bit ones) and rdtscp (which also clobbers ecx with TSC_AUX).  The
+ * count comes in two 32-bit halves, edx:eax.
  */
-static __always_inline uint64_t vdso_rdtsc(void)
+static __always_inline uint32_t vdso_rdtsc_lfence_split(uint32_t *hi)
 {
-	uint32_t lo, hi;
+	uint32_t lo;
 
-	__asm__ __volatile__("lfence\n\trdtsc" : "=a"(lo), "=d"(hi) : : "memory");
+	__asm__ __volatile__("lfence\n\trdtsc" : "=a"(lo), "=d"(*hi) : : "memory");
+	return lo;
+}
+
+static __always_inline uint32_t vdso_rdtscp_split(uint32_t *hi)
+{
+	uint32_t lo;
+
+	__asm__ __volatile__("rdtscp" : "=a"(lo), "=d"(*hi) : : "ecx", "memory");
+	return lo;
+}
+
+static __always_inline uint64_t vdso_rdtsc_lfence(void)
+{
+	uint32_t hi, lo = vdso_rdtsc_lfence_split(&hi);
+
 	return ((uint64_t)hi << 32) | lo;
 }
 
-#include <stdbool.h>
+static __always_inline uint64_t vdso_rdtscp(void)
+{
+	uint32_t hi, lo = vdso_rdtscp_split(&hi);
+
+	return ((uint64_t)hi << 32) | lo;
+}
+
+/* The ordered reads, the spec's first, for `vdsogen bench` (the floor under every counter clock). */
+#define VDSO_COUNTER_READS(X)	X("lfence;rdtsc", vdso_rdtsc_lfence) X("rdtscp", vdso_rdtscp)
+
+/* The spec's choice (counter.params.ordered). */
+static __always_inline uint64_t vdso_rdtsc(void)
+{
+	return vdso_rdtsc_lfence();
+}
+
+/*
+ * The hot path's counter, read inline: the TSC, in clock mode TSC.  Its
+ * halves as the read leaves them let the hot path take a 32-bit delta from
+ * the low one without waiting for the two to be joined (and multiply it in
+ * one 32x32 multiply on i386).
+ */
+#define vdso_read_cycles_split vdso_read_cycles_split
+static __always_inline uint32_t vdso_read_cycles_split(uint32_t *hi)
+{
+	return vdso_rdtsc_lfence_split(hi);
+}
+
+#define vdso_cycles_mode vdso_cycles_mode
+static __always_inline bool vdso_cycles_mode(int32_t mode)
+{
+	return mode == VDSO_CLOCKMODE_TSC;
+}
 
 /*
  * The paravirtual clocks read pages of their own below the text, reached

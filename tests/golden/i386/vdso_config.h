@@ -30,7 +30,8 @@ typedef struct vdso_timestamp vdso_timestamp_t;
 
 /* The rdtsc counter: the clock modes it serves, and how deltas are taken. */
 #define VDSO_COUNTER_MODE_OK(mode)	((mode) == 1 || (mode) == 2 || (mode) == 3)
-#define VDSO_COUNTER_MASK		1
+#define VDSO_COUNTER_FIRST_MODE		1
+#define VDSO_COUNTER_MASK		0
 #define VDSO_COUNTER_CLAMP_BACKWARDS	1
 
 /* getcpu answers from vdso_arch_getcpu() (the lsl fragment), the syscall when it cannot. */

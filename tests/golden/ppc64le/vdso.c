@@ -8,20 +8,20 @@
  */
 #include "vdso_core.h"
 
-long vdso_c_clock_gettime(clockid_t clock, struct vdso_timespec *ts, const vdso_time_data_t *vd) __attribute__((visibility("hidden")));
-long vdso_c_clock_gettime(clockid_t clock, struct vdso_timespec *ts, const vdso_time_data_t *vd)
+int vdso_c_clock_gettime(clockid_t clock, struct vdso_timespec *ts, const vdso_time_data_t *vd) __attribute__((visibility("hidden")));
+int vdso_c_clock_gettime(clockid_t clock, struct vdso_timespec *ts, const vdso_time_data_t *vd)
 {
 	return vdso_clock_gettime(vd, clock, ts);
 }
 
-long vdso_c_clock_getres(clockid_t clock, struct vdso_timespec *res, const vdso_time_data_t *vd) __attribute__((visibility("hidden")));
-long vdso_c_clock_getres(clockid_t clock, struct vdso_timespec *res, const vdso_time_data_t *vd)
+int vdso_c_clock_getres(clockid_t clock, struct vdso_timespec *res, const vdso_time_data_t *vd) __attribute__((visibility("hidden")));
+int vdso_c_clock_getres(clockid_t clock, struct vdso_timespec *res, const vdso_time_data_t *vd)
 {
 	return vdso_clock_getres(vd, clock, res);
 }
 
-long vdso_c_gettimeofday(struct vdso_timeval *tv, struct vdso_timezone *tz, const vdso_time_data_t *vd) __attribute__((visibility("hidden")));
-long vdso_c_gettimeofday(struct vdso_timeval *tv, struct vdso_timezone *tz, const vdso_time_data_t *vd)
+int vdso_c_gettimeofday(struct vdso_timeval *tv, struct vdso_timezone *tz, const vdso_time_data_t *vd) __attribute__((visibility("hidden")));
+int vdso_c_gettimeofday(struct vdso_timeval *tv, struct vdso_timezone *tz, const vdso_time_data_t *vd)
 {
 	return vdso_gettimeofday(vd, tv, tz);
 }

@@ -30,15 +30,32 @@ static __always_inline void vdso_cpu_relax(void)
 	__asm__ __volatile__("or 1, 1, 1\n\tor 2, 2, 2" : : : "memory");
 }
 
+#include <stdbool.h>
+
 /* The timebase (mftb, SPR 268): a 64-bit count at tb_ticks_per_sec, in every mode. */
-static __always_inline uint64_t vdso_read_counter(int32_t mode)
+#define vdso_read_cycles vdso_read_cycles
+static __always_inline uint64_t vdso_read_cycles(void)
 {
 	uint64_t tb;
 
-	(void)mode;
 	__asm__ __volatile__("mfspr %0, 268" : "=r"(tb));
 	return tb;
 }
+
+#define vdso_cycles_mode vdso_cycles_mode
+static __always_inline bool vdso_cycles_mode(int32_t mode)
+{
+	return VDSO_COUNTER_MODE_OK(mode);
+}
+
+static __always_inline uint64_t vdso_read_counter(int32_t mode)
+{
+	(void)mode;
+	return vdso_read_cycles();
+}
+
+/* The read, for `vdsogen bench` (the floor under every counter clock). */
+#define VDSO_COUNTER_READS(X)	X("mftb", vdso_read_cycles)
 
 /*
  * sc: number in r0, arguments in r3-r5.  On failure the kernel sets CR0.SO

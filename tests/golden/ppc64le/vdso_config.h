@@ -30,6 +30,7 @@ typedef struct vdso_timestamp vdso_timestamp_t;
 
 /* The timebase counter: the clock modes it serves, and how deltas are taken. */
 #define VDSO_COUNTER_MODE_OK(mode)	((mode) == 1)
+#define VDSO_COUNTER_FIRST_MODE		1
 #define VDSO_COUNTER_MASK		0
 #define VDSO_COUNTER_CLAMP_BACKWARDS	0
 

@@ -1,0 +1,258 @@
+"""`vdsogen bench`: build, run the harness's benchmark, count hot paths, report.
+
+Timings come from the harness (harness/bench.c) running natively, or under
+qemu-user for foreign targets, where they describe the emulator more than
+the hardware.  Natively it also times the running kernel's own vDSO
+(--live) and dumps it, so its hot paths are counted too.  Hot-path counts
+(hotpath.py) put the image next to real Linux images of its ABI: the
+`--reference` files, else every vDSO image of that ABI found under the
+directories of $VDSOGEN_BENCH_REFERENCES (separated by ':'), by default
+/var/tmp/vdso-cache (where scripts/fetch-real-vdso.sh-style carving leaves
+Debian's).
+"""
+
+import contextlib
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from vdsogen.bench import hotpath, results
+from vdsogen.build.toolchain import Builder
+from vdsogen.errors import HarnessError, ImageError, VdsogenError
+
+DEFAULT_ROUNDS = 31
+DEFAULT_BATCH_US = 500
+REFERENCE_DIRS = ("/var/tmp/vdso-cache",)
+MAX_REFERENCE = 1 << 20       # a vDSO is tens of KiB; kernels and packages are skipped
+RUN_TIMEOUT = 1800
+
+
+def reference_dirs():
+    env = os.environ.get("VDSOGEN_BENCH_REFERENCES")
+    return [d for d in env.split(os.pathsep) if d] if env is not None else list(REFERENCE_DIRS)
+
+
+def _image(path):
+    from vdsogen.elf.reader import ElfImage
+
+    try:
+        return ElfImage(path)
+    except (ImageError, OSError, ValueError):
+        return None
+
+
+def _abi_of(img):
+    from vdsogen.spec import abi
+
+    d = abi.detect(img)
+    return d.abi.name if d.abi else None
+
+
+def _identity(img):
+    """One image, whatever was done to its section headers since: its GNU build-id, else its loaded bytes."""
+    for n in getattr(img, "notes", None) or ():
+        if n.name == "GNU" and n.type == 3 and n.desc:
+            return ("build-id", bytes(n.desc))
+    loaded = b"".join(img.data[s.offset:s.offset + s.filesz] for s in img.loads)
+    return ("sha256", hashlib.sha256(loaded).digest())
+
+
+def find_references(target, files=None, dirs=None):
+    """[(path, ElfImage)] of real vDSO images of the target's ABI: the given
+    files, else those found under `dirs` (one of each content)."""
+    found, seen = [], set()
+    if files:
+        for f in files:
+            img = _image(f)
+            if img is None:
+                raise VdsogenError(f"{f}: not an ELF image vdsogen can read")
+            found.append((str(f), img))
+        return found
+    for d in dirs if dirs is not None else reference_dirs():
+        root = Path(d)
+        if not root.is_dir():
+            continue
+        for path in sorted(root.rglob("*.so")):
+            try:
+                if not path.is_file() or path.stat().st_size > MAX_REFERENCE:
+                    continue
+            except OSError:
+                continue
+            img = _image(path)
+            if img is None or _abi_of(img) != target.abi.name:
+                continue
+            key = _identity(img)
+            if key in seen:
+                continue
+            seen.add(key)
+            found.append((str(path), img))
+    return found
+
+
+def linux_label(img, fallback):
+    """"Linux 6.1.176 (6.1.0-50-arm64)" from the image's Linux notes, else `fallback`."""
+    version = release = None
+    for n in getattr(img, "notes", None) or ():
+        if n.name != "Linux":
+            continue
+        desc = bytes(n.desc)
+        if n.type == 0 and len(desc) == 4:
+            code = int.from_bytes(desc, "big" if img.endian == "big" else "little")
+            version = f"{code >> 16}.{(code >> 8) & 0xFF}.{code & 0xFF}"
+        elif desc.endswith(b"\0") and desc[:-1] and desc[:-1].isascii() and desc[:-1].decode().isprintable():
+            release = desc[:-1].decode()
+    if not version and not release:
+        return fallback
+    return "Linux " + " ".join(filter(None, (version, release and f"({release})")))
+
+
+def _comment(img):
+    sec = img.section(".comment") if img else None
+    if sec is None:
+        return None
+    text = bytes(img.section_bytes(sec)).split(b"\0")
+    return ", ".join(t.decode("utf-8", "replace") for t in text if t) or None
+
+
+def _symbols_for(image):
+    """The unstripped image beside `image` (vdsogen writes vdso.so.dbg), for its cold functions."""
+    image = Path(image)
+    for cand in (image.with_name(image.name + ".dbg"), image.with_name("vdso.so.dbg")):
+        if cand.is_file():
+            img = _image(cand)
+            if img is not None and img.symtab:
+                return img
+    return None
+
+
+def hot_paths(target, image, live=None, references=()):
+    """HotPaths of the target's exports: the image, the live vDSO (a dump), the references."""
+    hot = results.HotPaths()
+    columns = [("generated", image, _image(image))]
+    if live:
+        columns.append(("live kernel", live, _image(live)))
+    for path, img in references:
+        columns.append((linux_label(img, Path(path).name), path, img))
+    avoid = {}
+    for label, path, img in columns:
+        if img is None:
+            hot.notes.append(f"{path}: not readable, no counts")
+            continue
+        sym = _symbols_for(path) if label == "generated" else img
+        avoid[label] = hotpath.cold_ranges(sym) if sym is not None else []
+        if label == "generated" and sym is None:
+            hot.notes.append(f"{path}: no symbols beside it (vdso.so.dbg): its cold functions count as hot")
+    hot.columns = [(label, path) for label, path, _ in columns]
+    for f in target.functions:
+        if f.name not in results.HOT_PATHS:
+            continue
+        name = next((e.name for e in target.exports if e.function is f), None)
+        if name is None:
+            continue
+        for cls, reads in results.HOT_PATHS[f.name]:
+            counts = {}
+            for label, _path, img in columns:
+                counts[label] = None if img is None else hotpath.export_hot_path(img, name, reads,
+                                                                                 avoid.get(label, ()))
+            hot.rows.append((f"{f.name} ({cls})" if cls else f.name, counts))
+    return hot
+
+
+def _run(argv, timeout):
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              errors="replace", timeout=timeout)
+    except OSError as e:
+        raise HarnessError(f"{argv[0]}: cannot start: {e.strerror}") from None
+    except subprocess.TimeoutExpired:
+        raise HarnessError(f"the benchmark did not finish within {timeout} s") from None
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stdout.splitlines()[-10:])
+        raise HarnessError(f"the benchmark harness exited with status {proc.returncode}:\n{tail}")
+    return proc.stdout
+
+
+def run_bench(target, image=None, workdir=None, *, fmt="text", rounds=DEFAULT_ROUNDS,
+              batch_us=DEFAULT_BATCH_US, cpu=None, references=None, stream=None, timeout=RUN_TIMEOUT):
+    """`vdsogen bench`: 0 once the report is written (a benchmark asserts nothing)."""
+    from vdsogen.harness.driver import runner
+
+    stream = stream or sys.stdout
+    builder = Builder(target, stream=sys.stderr)     # progress apart from the report
+    if image is not None and not Path(image).is_file():
+        raise HarnessError(f"{image}: no such image")
+    prefix = runner(target)
+    native = not prefix
+    try:
+        with _workdir(target, workdir) as workdir:
+            return _bench(target, image, workdir, builder, prefix, native, fmt, rounds, batch_us, cpu,
+                          references, stream, timeout)
+    except OSError as e:
+        raise HarnessError(f"{e.filename or 'bench'}: {e.strerror}") from None
+
+
+@contextlib.contextmanager
+def _workdir(target, workdir):
+    """`workdir` made if need be, or a temporary directory removed afterwards."""
+    if workdir is not None:
+        Path(workdir).mkdir(parents=True, exist_ok=True)
+        yield Path(workdir)
+        return
+    with tempfile.TemporaryDirectory(prefix=f"vdsogen-bench-{target.name}-") as tmp:
+        yield Path(tmp)
+
+
+def _bench(target, image, workdir, builder, prefix, native, fmt, rounds, batch_us, cpu, references, stream,
+           timeout):
+    from vdsogen.harness.driver import _build_image, build_harness
+
+    built_by = None
+    if image is None:
+        image = _build_image(target, workdir / "image", builder)
+        built_by = builder.tools.describe
+    image = Path(image).resolve()
+    exe = build_harness(target, workdir, builder)
+    argv = [*prefix, str(exe), "--bench", "--rounds", str(rounds), "--batch-us", str(batch_us)]
+    if cpu is not None:
+        argv += ["--cpu", str(cpu)]
+    live_dump = workdir / "live-vdso.so"
+    if native:
+        argv += ["--live", "--dump-live", str(live_dump)]
+    argv.append(str(image))
+    builder.log("BENCH", image, argv)
+    run = results.parse(_run(argv, timeout))
+    refs = find_references(target, references)
+    hot = hot_paths(target, str(image), run.live_dump if native else None, refs)
+    if not refs:
+        hot.notes.append(f"no real Linux image of the {target.abi.name} ABI: pass --reference FILE, or put "
+                         f"one under {', '.join(reference_dirs()) or '$VDSOGEN_BENCH_REFERENCES'}")
+    toolchain = built_by or _comment(_image(image)) or "unknown toolchain"
+    meta = {"target": target.name, "abi": target.abi.name, "image": str(image), "toolchain": toolchain,
+            "native": native, "kernel": os.uname().release if native else None,
+            "rounds": rounds, "batch_us": batch_us}
+    if fmt == "json":
+        json.dump(results.document(meta, run, hot), stream, indent=1)
+        stream.write("\n")
+    else:
+        stream.write(results.table(_header(meta, run), run, hot))
+    stream.flush()
+    return 0
+
+
+def _header(meta, run):
+    where = (f"natively, against this machine's kernel ({meta['kernel']}) and its vDSO" if meta["native"]
+             else "under qemu-user (the figures describe the emulator; no kernel of this ABI runs here)")
+    data = {"live": "the image reads a copy of the kernel's time page, refreshed before each of its batches",
+            "synthetic": "the image reads the harness's own timekeeper's page"}.get(run.data, "")
+    return [f"vdsogen bench {meta['target']}: {meta['image']} ({meta['toolchain']})",
+            f"  {where}; {data}",
+            f"  pinned to CPU {run.cpu}; {meta['rounds']} rounds of interleaved batches of about "
+            f"{meta['batch_us']} us; ns per call as median [first-third quartile]; ratios per round",
+            ""]
+
+
+__all__ = ["run_bench", "find_references", "hot_paths", "linux_label", "reference_dirs"]
