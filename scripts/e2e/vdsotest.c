@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0
 /*
  * /init of the kernel end-to-end test (scripts/kernel-e2e.sh): a static
  * program that checks, inside the booted kernel, that the vDSO the kernel
