@@ -1,14 +1,14 @@
 #!/bin/sh
 # The main job: set up, build the vDSO images, validate them, run them in
 # the harness, and print one line per target.
-#   sh scripts/main.sh                 # x86_64, i386, x32, arm64, ppc64le into out/
+#   sh scripts/main.sh                 # every target in specs/ into out/
 #   TARGETS=arm64 OUT=/tmp/v sh scripts/main.sh
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 sh "$ROOT/scripts/setup.sh"
 VDSOGEN="$ROOT/.venv/bin/vdsogen"
-TARGETS=${TARGETS:-x86_64,i386,x32,arm64,ppc64le}
+TARGETS=${TARGETS:-$(cd "$ROOT/specs" && ls *.toml | sed 's/\.toml$//' | paste -sd, -)}
 OUT=${OUT:-$ROOT/out}
 LOG="$OUT/main.log"
 mkdir -p "$OUT"

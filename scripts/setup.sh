@@ -11,7 +11,17 @@ clang-19 lld-19 llvm-19 qemu-user-static make zstd
 gcc libc6-dev
 gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross
-gcc-i686-linux-gnu libc6-dev-i386-cross"
+gcc-i686-linux-gnu libc6-dev-i386-cross
+gcc-powerpc-linux-gnu libc6-dev-powerpc-cross
+gcc-powerpc64-linux-gnu libc6-dev-ppc64-cross
+gcc-riscv64-linux-gnu libc6-dev-riscv64-cross
+gcc-s390x-linux-gnu libc6-dev-s390x-cross
+gcc-arm-linux-gnueabihf libc6-dev-armhf-cross
+gcc-mipsel-linux-gnu libc6-dev-mipsel-cross libc6-dev-mipsn32el-cross
+gcc-mips-linux-gnu libc6-dev-mips-cross libc6-dev-mipsn32-cross
+gcc-mips64el-linux-gnuabi64 libc6-dev-mips64el-cross
+gcc-mips64-linux-gnuabi64 libc6-dev-mips64-cross
+python3-pytest-xdist musl-tools golang-go strace"
 
 missing=""
 for p in $PKGS; do
