@@ -105,6 +105,18 @@ static int gnu_nsyms(const struct h_image *im, size_t *nsyms)
 	return 0;
 }
 
+/* DT_HASH word i, of the image's word size (an 8-byte word's value fits 32 bits, or it is not one). */
+static uint32_t hash_at(const struct h_image *im, uint64_t i)
+{
+	uint64_t w;
+
+	if (im->hash_word == 8) {
+		memcpy(&w, (const unsigned char *)im->hash + 8 * i, 8);
+		return w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
+	}
+	return im->hash[i];
+}
+
 int h_image_parse(struct h_image *im, const unsigned char *base, size_t size,
 		  int elf_class, int elf_data, int machine, char *err, size_t errlen)
 {
@@ -200,10 +212,11 @@ int h_image_parse(struct h_image *im, const unsigned char *base, size_t size,
 		return fail(err, errlen, "DT_SONAME outside .dynstr");
 
 	if (hash) {
-		im->hash = at(im, hash, 8);
-		if (!im->hash || !at(im, hash, 8 + 4 * ((uint64_t)im->hash[0] + im->hash[1])))
+		im->hash_word = elf_class == 64 && machine == EM_S390 ? 8 : 4;
+		im->hash = at(im, hash, 2 * im->hash_word);
+		if (!im->hash || !at(im, hash, im->hash_word * (2 + (uint64_t)hash_at(im, 0) + hash_at(im, 1))))
 			return fail(err, errlen, "DT_HASH table outside the file");
-		im->nsyms = im->hash[1];
+		im->nsyms = hash_at(im, 1);
 	}
 	if (gnu_hash) {
 		im->gnu_hash = at(im, gnu_hash, 16);
@@ -294,16 +307,15 @@ static int matches(const struct h_image *im, uint32_t idx, const char *name)
 
 long h_lookup_sysv(const struct h_image *im, const char *name, const char *version)
 {
-	const uint32_t *h = im->hash;
 	uint32_t nbucket, nchain, idx, steps = 0;
 	long first = -1;
 
-	if (!h || h[0] == 0)
+	if (!im->hash || hash_at(im, 0) == 0)
 		return -1;
-	nbucket = h[0];
-	nchain = h[1];
-	for (idx = h[2 + h_elf_hash(name) % nbucket]; idx != STN_UNDEF && idx < nchain;
-	     idx = h[2 + nbucket + idx]) {
+	nbucket = hash_at(im, 0);
+	nchain = hash_at(im, 1);
+	for (idx = hash_at(im, 2 + h_elf_hash(name) % nbucket); idx != STN_UNDEF && idx < nchain;
+	     idx = hash_at(im, 2 + (uint64_t)nbucket + idx)) {
 		if (++steps > nchain)
 			break;		/* a loop in the chain */
 		if (!matches(im, idx, name))
@@ -364,4 +376,32 @@ long h_lookup_gnu(const struct h_image *im, const char *name, const char *versio
 			break;
 	}
 	return first;
+}
+
+int h_section(const unsigned char *base, size_t size, const char *name, size_t *off, size_t *len)
+{
+	const HW(Ehdr) *eh = (const HW(Ehdr) *)base;
+	const HW(Shdr) *sh, *names;
+	size_t i;
+
+	if (size < sizeof(*eh) || eh->e_shentsize != sizeof(*sh) || eh->e_shstrndx >= eh->e_shnum ||
+	    eh->e_shoff > size || (size - eh->e_shoff) / sizeof(*sh) < eh->e_shnum)
+		return -1;
+	sh = (const HW(Shdr) *)(base + eh->e_shoff);
+	names = &sh[eh->e_shstrndx];
+	if (names->sh_offset > size || names->sh_size > size - names->sh_offset)
+		return -1;
+	for (i = 0; i < eh->e_shnum; i++) {
+		const char *n = (const char *)base + names->sh_offset + sh[i].sh_name;
+
+		if (sh[i].sh_name >= names->sh_size ||
+		    !memchr(n, 0, names->sh_size - sh[i].sh_name) || strcmp(n, name) != 0)
+			continue;
+		if (sh[i].sh_type == SHT_NOBITS || sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset)
+			return -1;
+		*off = sh[i].sh_offset;
+		*len = sh[i].sh_size;
+		return 0;
+	}
+	return -1;
 }

@@ -75,6 +75,7 @@ struct h_image {
 	const HW(Sym)		*symtab;
 	size_t			nsyms;
 	const uint32_t		*hash;		/* DT_HASH */
+	unsigned int		hash_word;	/* its word size: 8 on s390x, where GNU ld writes 64-bit words, else 4 */
 	const uint32_t		*gnu_hash;	/* DT_GNU_HASH */
 	const HW(Half)	*versym;
 	const unsigned char	*verdef;
@@ -99,5 +100,8 @@ int h_symbol_version(const struct h_image *im, long idx, const char **vname,
 		     char *err, size_t errlen);
 
 const char *h_sym_name(const struct h_image *im, const HW(Sym) *sym);
+
+/* The file range of the section called name, from the section headers: 0, or -1. */
+int h_section(const unsigned char *base, size_t size, const char *name, size_t *off, size_t *len);
 
 #endif /* VDSOGEN_HARNESS_H */

@@ -182,7 +182,11 @@ static void seq_wait(struct chk *k, int32_t page_mode, int clk)
 	chk_end(k);
 }
 
-/* Readers of every clock the writer's page serves, for 100 ms of its updates. */
+/*
+ * Readers of every clock the writer's page serves, for 100 ms of its
+ * updates, and longer (up to 5 s) until it has made 64 of them: on a busy
+ * machine the writer may not run at once.
+ */
 static void seq_concurrent(struct chk *k, int32_t page_mode)
 {
 	struct hts t0, t1;
@@ -210,7 +214,8 @@ static void seq_concurrent(struct chk *k, int32_t page_mode)
 		reads++;
 		if (reads % 16 == 0)
 			sys_gettime(C_MONOTONIC, &t1);
-	} while (reads % 16 != 0 || elapsed_ns(t0, t1) < 100000000);
+	} while (reads % 16 != 0 || elapsed_ns(t0, t1) < 100000000 ||
+		 (__atomic_load_n(&h_writer.updates, __ATOMIC_RELAXED) < 64 && elapsed_ns(t0, t1) < 5 * NSEC_PER_SEC));
 	thread_stop();
 	printf("# %s: %lu rounds of reads against %lu updates, %lu bad reads\n",
 	       k->name, reads, h_writer.updates, k->failures);

@@ -163,6 +163,48 @@ void pick_rate(uint64_t hz, uint64_t secs, struct rate *r)
 		r->mult[1] = 1;
 }
 
+#if H_TEST_COUNTER
+/*
+ * A test build's counter (templates/counter-injected.h.j2), kept in the
+ * page below the data pages: every read of the harness's moves it on to
+ * CLOCK_MONOTONIC_RAW at 24 MHz (a common generic-timer rate), from just
+ * below a 2^33 boundary, so the readers' 64-bit arithmetic soon carries.
+ * Readers and the writer thread read it; a lock keeps it monotonic, and
+ * the image's readers see it through its sequence count.
+ */
+#define TEST_COUNTER_START	0x1fff00000ULL
+
+uint64_t h_test_counter_now(void)
+{
+	static int lock, started;
+	static struct timespec t0;
+	struct vdso_test_counter *tc = (struct vdso_test_counter *)(h_data - VDSO_PAGE_SIZE);
+	struct timespec t;
+	uint64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &t);
+	while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE))
+		vdso_cpu_relax();
+	if (!started) {
+		t0 = t;
+		started = 1;
+	}
+	now = TEST_COUNTER_START +
+	      (uint64_t)((t.tv_sec - t0.tv_sec) * NSEC_PER_SEC + (t.tv_nsec - t0.tv_nsec)) / 125 * 3;
+	if (now > tc->count) {
+		__atomic_store_n(&tc->seq, tc->seq + 1, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		tc->count = now;
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		__atomic_store_n(&tc->seq, tc->seq + 1, __ATOMIC_RELAXED);
+	} else {
+		now = tc->count;
+	}
+	__atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
+	return now;
+}
+#endif
+
 /* Measure the counter against CLOCK_MONOTONIC_RAW over ~15 ms. */
 int calibrate(void)
 {
@@ -173,6 +215,11 @@ int calibrate(void)
 	struct chk k;
 
 	chk_start(&k, "counter");
+#ifdef HARNESS_HAVE_CLOCK_MODES
+	/* A counter in a page of its own (MIPS's GIC) runs once its page is set up. */
+	if (harness_mode_page(h_counter_modes[0]))
+		harness_mode_setup(h_counter_modes[0], 0, 0);
+#endif
 	e = sys_gettime(C_MONOTONIC_RAW, &t0);
 	c0 = vdso_read_counter(h_counter_modes[0]);
 	if (e != 0) {
@@ -347,6 +394,10 @@ static uint64_t tk_fresh_pages(struct tk *tk, int32_t mode, int state, const str
 	uint64_t hz = h_hz;
 
 	memset(h_data, 0, (size_t)VDSO_DATA_PAGES * VDSO_PAGE_SIZE);
+#ifdef HARNESS_HAVE_ARCH_DATA
+	/* First: a counter read may depend on it (s390's TOD steering). */
+	harness_arch_fill(H_PAGE(VDSO_PAGE_ARCH), h_hz);
+#endif
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 #ifdef HARNESS_HAVE_CLOCK_MODES
 	if (harness_mode_page(mode))
@@ -362,9 +413,6 @@ static uint64_t tk_fresh_pages(struct tk *tk, int32_t mode, int state, const str
 	}
 	tk_init(tk, mode, rate);
 	tk_publish(page_time(), tk);
-#ifdef HARNESS_HAVE_ARCH_DATA
-	harness_arch_fill(H_PAGE(VDSO_PAGE_ARCH), h_hz);
-#endif
 	return hz;
 }
 

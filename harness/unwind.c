@@ -34,6 +34,15 @@
 #include "internal.h"
 
 #ifdef HARNESS_HAVE_SIGNAL_RESTORER
+#ifndef HARNESS_UC_FIRST_REG
+/* The first DWARF register the ucontext holds (riscv's x0 is no register to restore). */
+#define HARNESS_UC_FIRST_REG	0
+#endif
+#ifndef HARNESS_CFA_SP_OFFSET
+/* A frame's CFA is the stack pointer at the call (s390x adds its register save area). */
+#define HARNESS_CFA_SP_OFFSET	0
+#endif
+
 /* libgcc's */
 void __register_frame(void *begin);
 void __deregister_frame(void *begin);
@@ -258,6 +267,25 @@ static int cie_fde_encoding(const unsigned char *cie, const unsigned char *end)
 }
 
 /*
+ * @size bytes near the image, so that 32-bit pc-relative offsets reach it
+ * on 64-bit hosts too: a hint is only a hint (where threads' stacks took
+ * the first one, qemu-user maps elsewhere), so try a few, 1 MiB apart.
+ */
+static unsigned char *map_near_image(size_t size)
+{
+	unsigned char *hint = h_text + ((h_image_size + 0xffff) & ~(size_t)0xffff) + 0x100000, *p;
+	int i;
+
+	for (i = 0; i < 64; i++, hint += 0x100000) {
+		p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED || (size_t)(p > h_text ? p - h_text : h_text - p) < 0x40000000)
+			return p;
+		munmap(p, size);
+	}
+	return MAP_FAILED;
+}
+
+/*
  * A copy of .eh_frame [frame, frame + size) with a zero terminator, its
  * FDEs' initial locations re-encoded for their new place.  NULL, with the
  * reason in why, when a record is not one this harness can move.
@@ -268,9 +296,7 @@ static unsigned char *terminated_copy(const unsigned char *frame, size_t size, c
 	uint32_t len, id;
 	int enc;
 
-	/* Near the image, so that 32-bit pc-relative offsets reach it on 64-bit hosts too. */
-	copy = mmap(h_text + ((h_image_size + 0xffff) & ~(size_t)0xffff) + 0x100000, size + 4,
-		    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	copy = map_near_image(size + 4);
 	if (copy == MAP_FAILED) {
 		snprintf(why, n, "mapping a copy of .eh_frame: %s", strerror(errno));
 		return NULL;
@@ -377,7 +403,7 @@ static void compare_registers(struct _Unwind_Context *ctx)
 	unsigned long got, want;
 	unsigned int r;
 
-	for (r = 0; u.uc && r < HARNESS_UC_REGS && u.bad_reg < 0; r++) {
+	for (r = HARNESS_UC_FIRST_REG; u.uc && r < HARNESS_UC_REGS && u.bad_reg < 0; r++) {
 		got = _Unwind_GetGR(ctx, (int)r);
 		want = harness_uc_reg(u.uc, r);
 		if (got != want) {
@@ -494,9 +520,9 @@ static void unwind_through(const char *name, int rt, uintptr_t tramp)
 	else if (!u.ip_before)
 		chk_fail(&k, "the interrupted pc %#lx counts as a return address: no signal frame ('S')",
 			 (unsigned long)u.ip);
-	else if (u.tramp_cfa != u.sp)
-		chk_fail(&k, "%s's CFA is %#lx, the interrupted stack pointer %#lx", name,
-			 (unsigned long)u.tramp_cfa, (unsigned long)u.sp);
+	else if (u.tramp_cfa != u.sp + HARNESS_CFA_SP_OFFSET)
+		chk_fail(&k, "%s's CFA is %#lx, the interrupted stack pointer %#lx (+%d)", name,
+			 (unsigned long)u.tramp_cfa, (unsigned long)u.sp, HARNESS_CFA_SP_OFFSET);
 	else if (u.stage < 3 || u.caller_ip != u.ret)
 		chk_fail(&k, "the interrupted function's caller comes out at %#lx, its return address is %#lx",
 			 (unsigned long)u.caller_ip, (unsigned long)u.ret);
@@ -565,7 +591,9 @@ void grp_unwind(void)
 	}
 	chk_end(&k);
 	for (t = 0; h_trampolines[t].name; t++) {
-		if (!harness_restorer_kind_ok(h_trampoline_rt[t]))
+		if (h_trampoline_rt[t] < 0)
+			printf("# unwind: %s returns from no signal\n", h_trampolines[t].name);
+		else if (!harness_restorer_kind_ok(h_trampoline_rt[t]))
 			printf("# unwind: %s: this harness's tasks get no %s frame\n", h_trampolines[t].name,
 			       h_trampoline_rt[t] ? "rt" : "plain");
 		else

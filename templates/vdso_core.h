@@ -71,7 +71,7 @@
  * constant time data would take the arguments in other registers, and the
  * hot path would pay for the shuffle.
  */
-#ifdef __has_attribute
+#if defined(__has_attribute) && !defined(__vdso_cold)	/* vdso_arch.h may define it */
 #if __has_attribute(__noipa__)
 #define __vdso_cold	__attribute__((__noipa__, __cold__))
 #endif
@@ -157,6 +157,14 @@ static __always_inline bool vdso_cycles_mode(int32_t mode)
 static __always_inline uint64_t vdso_read_cycles(void)
 {
 	return vdso_read_counter(VDSO_COUNTER_FIRST_MODE);
+}
+#endif
+
+#ifndef vdso_shift_ns
+/* ns >> shift; an arch overrides it where a variable 64-bit shift is a libgcc call (ppc32). */
+static __always_inline uint64_t vdso_shift_ns(uint64_t ns, uint32_t shift)
+{
+	return ns >> shift;
 }
 #endif
 
@@ -288,7 +296,7 @@ vdso_hres_fast(const vdso_clock_t *vc, uint32_t clk, struct vdso_timespec64 *ts)
 		return VDSO_COLD;
 #endif
 	sec = vc->basetime[clk].sec;
-	ns = (delta * vc->mult + vc->basetime[clk].nsec) >> vc->shift;
+	ns = vdso_shift_ns(delta * vc->mult + vc->basetime[clk].nsec, vc->shift);
 	if (unlikely(!vdso_read_stable(vc, seq)))
 		return VDSO_COLD;
 	/* A second boundary passed since the last update: rare, the cold path carries it. */
@@ -323,8 +331,9 @@ vdso_coarse_fast(const vdso_clock_t *vc, uint32_t clk, struct vdso_timespec64 *t
 
 /*
  * The time of @clock with 64-bit seconds, the hot read every clock_gettime
- * flavour shares: VDSO_OK, or VDSO_COLD when the cold path must answer
- * (which makes the syscall for a clock the page does not serve).
+ * flavour shares: VDSO_OK; VDSO_SYSCALL for a clock the page never serves
+ * (CPU-time clocks, invalid ids), which goes straight to the syscall as in
+ * Linux; or VDSO_COLD when the cold path must answer.
  */
 static __always_inline enum vdso_read
 vdso_clock_read(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespec64 *ts)
@@ -333,14 +342,14 @@ vdso_clock_read(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespe
 
 	/* Negative ids (CPU clocks, clock fds) wrap to large values here. */
 	if (unlikely((uint32_t)clock >= VDSO_MAX_CLOCKS))
-		return VDSO_COLD;
+		return VDSO_SYSCALL;
 	if (likely((VDSO_HRES >> clock) & 1))
 		return vdso_hres_fast(&vc[CS_HRES_COARSE], clock, ts);
 	if ((VDSO_COARSE >> clock) & 1)
 		return vdso_coarse_fast(&vc[CS_HRES_COARSE], clock, ts);
 	if (clock == CLOCK_MONOTONIC_RAW)
 		return vdso_hres_fast(&vc[CS_RAW], CLOCK_MONOTONIC_RAW, ts);
-	return VDSO_COLD;
+	return VDSO_SYSCALL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -356,7 +365,7 @@ vdso_counter_ns(const vdso_clock_t *vc, uint64_t cycles, uint64_t base)
 #if VDSO_COUNTER_CLAMP_BACKWARDS
 	/* A counter that trails cycle_last (skew between CPUs) adds no time. */
 	if (cycles <= last)
-		return base >> vc->shift;
+		return vdso_shift_ns(base, vc->shift);
 #endif
 	delta = cycles - last;
 #if VDSO_COUNTER_MASK
@@ -367,7 +376,7 @@ vdso_counter_ns(const vdso_clock_t *vc, uint64_t cycles, uint64_t base)
 	if (delta > vc->max_cycles)
 		return vdso_mul_add_shr(delta, vc->mult, base, vc->shift);
 #endif
-	return (delta * vc->mult + base) >> vc->shift;
+	return vdso_shift_ns(delta * vc->mult + base, vc->shift);
 }
 
 /*
@@ -499,8 +508,11 @@ static __always_inline int
 vdso_clock_gettime(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespec *ts)
 {
 	struct vdso_timespec64 t;
+	enum vdso_read r = vdso_clock_read(vd, clock, &t);
 
-	if (vdso_clock_read(vd, clock, &t) != VDSO_OK)
+	if (unlikely(r == VDSO_SYSCALL))
+		return vdso_syscall(VDSO_NR_clock_gettime, clock, (long)ts, 0);
+	if (r != VDSO_OK)
 		return vdso_clock_gettime_cold(clock, ts, vd);
 	ts->tv_sec = t.tv_sec;
 	ts->tv_nsec = t.tv_nsec;
@@ -520,8 +532,12 @@ vdso_clock_gettime64_cold(clockid_t clock, struct vdso_timespec64 *ts, const vds
 static __always_inline int
 vdso_clock_gettime64(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespec64 *ts)
 {
-	if (vdso_clock_read(vd, clock, ts) == VDSO_OK)
+	enum vdso_read r = vdso_clock_read(vd, clock, ts);
+
+	if (likely(r == VDSO_OK))
 		return 0;
+	if (r == VDSO_SYSCALL)
+		return vdso_syscall(VDSO_NR_clock_gettime64, clock, (long)ts, 0);
 	return vdso_clock_gettime64_cold(clock, ts, vd);
 }
 #endif

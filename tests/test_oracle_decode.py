@@ -37,12 +37,14 @@ from dataclasses import replace
 import pytest
 
 import corpus as corpus_images
+from conftest import TARGETS
 from test_oracle_elf import IMAGES, corpus, image_path  # noqa: F401  (corpus is a fixture)
 from vdsogen.audit.rules.code import code_regions, entry_points
 from vdsogen.elf import decode
 from vdsogen.elf.consts import (EM_386, EM_AARCH64, EM_ARM, EM_LOONGARCH, EM_MIPS, EM_PPC, EM_PPC64, EM_RISCV,
                                 EM_S390, EM_X86_64)
 from vdsogen.elf.reader import ElfImage
+from vdsogen.spec.model import load_target
 
 OBJDUMP = shutil.which("llvm-objdump-19") or "/usr/lib/llvm-19/bin/llvm-objdump"
 
@@ -215,7 +217,11 @@ long vdso_branchy(long a, long b)
 BRANCHY = ["x86_64", "x32", "i386", "arm64", "arm64-be", "arm", "arm-be", "arm64-compat", "mips-o32", "mips-o32-be",
            "mips-n32", "mips-n32-be", "mips-n64", "mips-n64-be", "ppc32", "ppc64", "ppc64le", "riscv64", "s390x",
            "loongarch64"]
-ALL = IMAGES + [f"branchy:{name}" for name in BRANCHY]
+# A stripped ARM image has lost its mapping symbols: nothing tells its
+# literal words from Thumb code, for llvm-objdump or the decoder.  Its
+# unstripped twin, the same code, is compared instead.
+STRIPPED_ARM = {f"vdsogen:{t}.so" for t in TARGETS if load_target(t).elf.machine_name == "EM_ARM"}
+ALL = [i for i in IMAGES if i not in STRIPPED_ARM] + [f"branchy:{name}" for name in BRANCHY]
 
 
 def build_branchy(name, workdir):

@@ -8,6 +8,7 @@ covered here or in test_audit_rules.py."""
 
 import dataclasses
 import functools
+import io
 
 import pytest
 
@@ -15,9 +16,13 @@ from elfmut import Mutant
 from variants import build_variant
 from vdsogen.audit import rules
 from vdsogen.audit.check import check_image, expect_from_target
+from vdsogen.audit.run import audit_path
+from vdsogen.build.image import build_target
+from vdsogen.build.toolchain import Builder
 from vdsogen.elf.consts import (DT, PF_R, PF_W, PF_X, PT_GNU_EH_FRAME, PT_INTERP, PT_LOAD, PT_NOTE, PT_NULL,
                                 STT_OBJECT)
 from vdsogen.elf.reader import ElfImage
+from vdsogen.spec.model import load_target
 
 COVERED = {}        # rule ID -> the @covers tests that make it fire
 OBSERVED = []       # rule IDs reported while a @covers test runs
@@ -161,6 +166,42 @@ def test_k001_powerpc_bcl_form(built, tmp_path):
     assert fired(target, path) == {"K001"}
 
 
+@covers("K004")
+def test_k004_powerpc_r30(built, tmp_path):
+    """The gcc-built image keeps r30 free (test_generated_images_are_clean);
+    one `mr r30,r3` at an entry point breaks it."""
+    def write_r30(m):
+        m.set_word(m.word_at(m.dynsym("__kernel_clock_gettime").value), 0x7C7E1B78)   # or r30,r3,r3
+    target, path = mutate(built, tmp_path, write_r30, name="ppc64le")
+    assert fired(target, path) == {"K004"}
+
+
+@covers("K005")
+@pytest.mark.parametrize("field,value", [(13, 7), (3, 0x40)], ids=["replacement-too-long", "original-outside"])
+def test_k005_x86_alternatives(built, tmp_path, field, value):
+    """The x86_64 image patches getcpu's lsl to rdpid (clean above); a
+    replacement longer than its original, or an original 1 GiB away, breaks it."""
+    def break_entry(m):
+        m.data[m.img.section(".altinstructions").offset + field] = value
+    target, path = mutate(built, tmp_path, break_entry)
+    assert fired(target, path) == {"K005"}
+
+
+@covers("K006")
+@pytest.mark.parametrize("field,delta", [(3, -8), (2, -0x40000000), (5, 8)],
+                         ids=["end-before-start", "body-outside", "alternative-too-long"])
+def test_k006_powerpc_feature_fixups(built, tmp_path, field, delta):
+    """The ppc64le image's sync_dicache entry (clean above); its end moved
+    before its start, its body 1 GiB away, or an 8-byte alternative for its
+    4-byte body breaks it."""
+    def break_entry(m):
+        at = m.img.section("__ftr_fixup").offset + field * 8
+        value = int.from_bytes(m.data[at:at + 8], "little", signed=True) + delta
+        m.data[at:at + 8] = value.to_bytes(8, "little", signed=True)
+    target, path = mutate(built, tmp_path, break_entry, name="ppc64le")
+    assert fired(target, path) == {"K006"}
+
+
 @pytest.mark.parametrize("name", ["arm64", "ppc64le"])
 @covers("T001")
 def test_t001_trampoline_words(built, tmp_path, name):
@@ -172,6 +213,36 @@ def test_t001_trampoline_words(built, tmp_path, name):
         m.set_word(m.word_at(sym.value), 0x60000000 if name == "ppc64le" else 0xD503201F)
     target, path = mutate(built, tmp_path, break_tramp, name=name)
     assert fired(target, path) == {"T001"}
+
+
+# arm's counter read, isb; mrrc p15, 1, r2, r3, c14, as Thumb-2 (first halfword first).
+ARM_COUNTER_READ = bytes.fromhex("bff36f8f53ec1e2f")
+
+
+@covers("T002")
+def test_t002_counter_words(built, tmp_path):
+    """Every counter read in the image, its mrrc changed to read c15: the
+    spec's words are nowhere in the code, and nothing else is wrong."""
+    target, so, _ = built("arm")
+    assert check_image(target, so) == []
+
+    def break_reads(m):
+        at = 0
+        while ARM_COUNTER_READ in m.data[at:]:
+            at = m.replace_bytes(ARM_COUNTER_READ, ARM_COUNTER_READ[:-2] + b"\x1f\x2f", at) + 1
+        assert at, "no counter read found"
+    target, path = mutate(built, tmp_path, break_reads, name="arm")
+    assert fired(target, path) == {"T002"}
+
+
+@covers("N006")
+def test_n006_test_build_note(tmp_path):
+    """A test build says so, as information, in check and in audit."""
+    target = load_target("arm").test_build()
+    so, _ = build_target(target, tmp_path, builder=Builder(target, stream=io.StringIO()))
+    got = {(f.rule, f.severity, f.message) for f in checked(target, so)}
+    assert got == {("N006", "info", "test build: injected counter")}
+    assert {(f.rule, f.message) for f in audit_path(str(so)).findings} == {("N006", "test build: injected counter")}
 
 
 def rules_tested_in_check():

@@ -2,6 +2,7 @@
 
 from vdsogen.audit import report, rules
 from vdsogen.audit.report import Report
+from vdsogen.audit.rules.notes import test_build
 from vdsogen.audit.run import judge
 from vdsogen.elf.reader import ElfImage
 from vdsogen.errors import ImageError
@@ -16,6 +17,7 @@ def expect_from_target(target):
         machine=target.elf.machine, soname=target.soname, versions=target.versions,
         exports=exports,
         trampolines=tuple((t.name, t.lead, t.words) for t in target.trampolines),
+        counter_words=None if target.test_counter else target.counter.words,
         page_size=target.datapage.page_size, data_pages=target.datapage.pages,
         flags=(abi.FlagRule(0xFFFFFFFF, (target.elf.flags,), f"0x{target.elf.flags:x} as the spec says"),),
         abi_info=target.abi, generated=True)
@@ -24,7 +26,10 @@ def expect_from_target(target):
 def check_report(target, path, profile="linux"):
     """The report on one image checked against its target: ImageError when unreadable."""
     detection = abi.Detection(target.abi, f"spec {target.name}")
-    return judge(ElfImage(path), detection, expect_from_target(target), profile, status="checked")
+    img = ElfImage(path)
+    if test_build(img) is not None:
+        target = target.test_build()    # the counter read is injected: N006 says so
+    return judge(img, detection, expect_from_target(target), profile, status="checked")
 
 
 def check_image(target, path, profile="linux"):

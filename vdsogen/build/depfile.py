@@ -59,6 +59,7 @@ class Request:
     emit: tuple
     emit_name: str
     env: dict = field(hash=False)
+    test_counter: bool = False   # the test build (Target.test_build)
 
     def outputs(self):
         from vdsogen.build.emit import output_names
@@ -81,6 +82,7 @@ class Request:
             "emit": sorted(self.emit), "emit_name": self.emit_name,
             "LLVM": self.env.get("LLVM", ""), "CROSS_COMPILE": self.env.get("CROSS_COMPILE", ""),
             "programs": programs,
+            **({"test_counter": True} if self.test_counter else {}),
         }
 
 
@@ -96,7 +98,7 @@ def inputs(target, request):
     from vdsogen.spec.toml import load_toml
 
     tree = SpecTree(request.specs)
-    files = [Path(target.path)]
+    files = [Path(f) for f in target.spec_files or (target.path,)]   # the spec and those it extends
     layout = Path(target.datapage.layout.path)
     while True:
         files.append(layout)

@@ -84,6 +84,7 @@ class Embedding:
     symbols: tuple
     entry: int | None      # e_entry, where the ABI has one
     build_id: str
+    alt: tuple | None      # (offset, size) of .altinstructions, the patches a kernel applies
 
     @property
     def file_size(self):
@@ -135,10 +136,11 @@ def read_embedding(target, so, dbg, name=DEFAULT_NAME):
             raise BuildError(f"{dbg}: {sym} is at {hidden[sym]:#x}, but the spec puts it at {offset:#x}")
 
     build_id = next((bytes(n.desc).hex() for n in image.notes if n.name == "GNU" and n.type == NT_GNU_BUILD_ID), "")
+    alt = image.section(".altinstructions")
     size = -(-len(image.data) // dp.page_size) * dp.page_size
     return Embedding(name, target.name, target.path, image.data, dp.page_size, size, data_offset,
                      -data_offset, pages, tuple(symbols), image.e_entry - base if image.e_entry else None,
-                     build_id)
+                     build_id, (alt.offset, alt.size) if alt else None)
 
 
 def _cnum(value):

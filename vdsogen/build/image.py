@@ -73,6 +73,8 @@ def _build(target, outdir, builder, validate, files, emit, emit_name):
                 builder.compile(src, obj, workdir=outdir)
                 objs.append(obj)
         builder.link(objs, srcdir / "vdso.lds", tmp_dbg)
+        if target.elf.rewrite_flags:
+            builder.rewrite_flags(tmp_dbg, target.elf.flags)
         builder.strip(tmp_dbg, tmp_so)
         if validate is not None:
             builder.log("CHECK", final_so)
@@ -102,17 +104,18 @@ def _build(target, outdir, builder, validate, files, emit, emit_name):
 
 
 def build_images(names, out, specs=None, emit=(), emit_name=DEFAULT_NAME, kconfig=None, depfile_path=None,
-                 env=None, validate=None):
+                 env=None, validate=None, test_counter=False):
     """`vdsogen build`: each target into `out` (into out/T with several).
 
     Targets whose outputs are up to date are not touched; the others are
     all loaded and rendered before anything is written.  With
-    `depfile_path`, writes the make rule of every output's inputs.
+    `depfile_path`, writes the make rule of every output's inputs.  With
+    `test_counter`, the test builds (Target.test_build: an injected counter).
     """
     env = dict(os.environ if env is None else env)
     check_kinds(emit, emit_name)
     outdirs = {n: (Path(out) / n if len(names) > 1 else Path(out)) for n in names}
-    requests = {n: depfile.Request(n, specs, kconfig, tuple(emit), emit_name, env) for n in names}
+    requests = {n: depfile.Request(n, specs, kconfig, tuple(emit), emit_name, env, test_counter) for n in names}
     states = {n: depfile.current(outdirs[n], requests[n]) for n in names}
     todo = [n for n in names if states[n] is None]
     if todo:
@@ -120,6 +123,8 @@ def build_images(names, out, specs=None, emit=(), emit_name=DEFAULT_NAME, kconfi
         from vdsogen.spec.model import load_target
 
         targets = [load_target(n, specs, kconfig) for n in todo]
+        if test_counter:
+            targets = [t.test_build() for t in targets]
         rendered = [(t, sources(t)) for t in targets]
         for t, files in rendered:
             depfile.forget(outdirs[t.name])

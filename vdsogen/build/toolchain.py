@@ -44,10 +44,14 @@ class Programs:
         return {p: shutil.which(p) for p in (self.cc, self.linker, self.objcopy)}
 
 
-def select_programs(env=None):
+def select_programs(env=None, gnu_default=None):
+    """`gnu_default`: the GNU triple of a target whose toolchain is GNU
+    when neither LLVM= nor CROSS_COMPILE= is set (spec: toolchain.default)."""
     env = os.environ if env is None else env
     llvm = env.get("LLVM", "")
     cross = env.get("CROSS_COMPILE", "")
+    if not llvm and not cross and gnu_default:
+        cross = f"{gnu_default}-"
     if llvm or not cross:
         if llvm in ("", "0"):
             prefix, suffix = "", DEFAULT_LLVM_SUFFIX
@@ -73,12 +77,13 @@ class Tools:
 
 
 def select_tools(target, env=None):
-    p = select_programs(env)
     tc = target.toolchain
+    p = select_programs(env, tc.gnu_triple if tc.default == "gnu" else None)
     if p.kind == "llvm":
+        linker = p.linker if tc.clang_linker == "lld" else f"{tc.gnu_triple}-ld"
         return Tools("llvm", (p.cc, f"--target={tc.clang_target}"),
                      (p.cc, f"--target={tc.link_clang_target or tc.clang_target}"),
-                     (f"--ld-path={p.linker}",), p.objcopy, f"{p.cc} + {p.linker}")
+                     (f"--ld-path={linker}",), p.objcopy, f"{p.cc} + {linker}")
     return Tools("gnu", (p.cc,), (p.cc, *tc.link_gnu_flags), (), p.objcopy, f"{p.cc} + {p.linker}")
 
 
@@ -154,6 +159,17 @@ class Builder:
         argv = [a for a in argv if not any(a == f"-Wl,{d}" for d in drop)]
         argv += [str(o) for o in objs] + ["-o", str(out)]
         self.run("LD", out, argv)
+
+    def rewrite_flags(self, path, flags):
+        """Set e_flags to `flags`, as Linux's vdsomunge does on arm: the
+        linker's float-ABI bit would keep one of the two float ABIs'
+        processes from using the image, whose code touches no FP state."""
+        self.log("FLAGS", path, ["e_flags", f"{flags:#x}", str(path)])
+        elf = self.target.elf
+        offset = 36 if elf.elf_class == 32 else 48    # e_flags in Elf32_Ehdr / Elf64_Ehdr
+        with open(path, "r+b") as f:
+            f.seek(offset)
+            f.write(flags.to_bytes(4, elf.endian))
 
     def strip(self, dbg, out):
         # -S keeps the section headers: consumers find .dynsym and the build-id through them.

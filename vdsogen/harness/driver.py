@@ -1,7 +1,10 @@
 """`vdsogen test`: build the C test harness for a target and run an image in it.
 
 The harness (harness/*.c) is one static program per target, compiled with
-the target's GNU cross compiler against headers rendered from the spec:
+the target's GNU cross compiler and libc, or, for an ABI Debian has no libc
+for ([harness] libc = "freestanding"), with clang against harness/freestanding/
+(its own start-up, syscalls and the libc subset the harness uses), and
+against headers rendered from the spec:
 vdso_config.h, vdso_types.h, datapage.h and vdso_arch.h (the vDSO's own
 configuration, types, data-page structures, counter read and barriers) and
 harness_target.h
@@ -20,12 +23,13 @@ import subprocess
 import sys
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
 from vdsogen import paths
-from vdsogen.errors import HarnessError
+from vdsogen.errors import HarnessError, VdsogenError
 from vdsogen.fsutil import write_atomic
 from vdsogen.build.toolchain import Builder
 
@@ -37,7 +41,42 @@ RUN_TIMEOUT = 600
 
 
 def compiler(target):
+    if target.toolchain.gnu_triple is None:
+        raise HarnessError(f"{target.path}: toolchain.gnu_triple: none, so no GNU cross compiler for the "
+                           f"{target.name} harness")
     return f"{target.toolchain.gnu_triple}-gcc"
+
+
+def freestanding_programs():
+    """clang and lld for a freestanding harness, as LLVM= selects them
+    (CROSS_COMPILE= names a GNU toolchain, which has no freestanding libc
+    either: clang-19 then)."""
+    from vdsogen.build.toolchain import select_programs
+
+    p = select_programs()
+    if p.kind != "llvm":
+        p = select_programs({})
+    return p.cc, p.linker
+
+
+def freestanding_argv(target, hdir, csources, exe):
+    """The compile-and-link command of a freestanding harness ([harness] libc =
+    "freestanding"): clang and lld for the target, no C library, and in its
+    place harness/freestanding/ (headers, the C half, and the start-up,
+    thread entry and setjmp of arch/ARCH/)."""
+    fs = paths.HARNESS / "freestanding"
+    arch = fs / "arch" / target.arch
+    if not arch.is_dir():
+        raise HarnessError(f"{arch}: missing (the {target.name} harness is freestanding: "
+                           f"[harness] libc in {target.path})")
+    cc, ld = freestanding_programs()
+    flags = [f for f in HARNESS_CFLAGS if f not in ("-static", "-pthread")]
+    sources = [*csources, *sorted(fs.glob("*.c")), *sorted(arch.glob("*.S"))]
+    return [cc, f"--target={target.harness.clang_target or target.toolchain.clang_target}",
+            "-ffreestanding", "-nostdlibinc", "-nostdlib", "-fno-pic", "-static", f"--ld-path={ld}",
+            *flags, f"-DH_IMAGE_CLASS={target.elf.elf_class}", *target.toolchain.harness_cflags,
+            "-I", str(hdir), "-I", str(paths.HARNESS), "-isystem", str(fs / "include"), "-isystem", str(arch),
+            *(str(s) for s in sources), "-o", str(exe)]
 
 
 def runner(target):
@@ -52,10 +91,18 @@ def runner(target):
                        f"qemu-user; run scripts/setup.sh)")
 
 
+@dataclass(frozen=True)
+class ArchCheck:
+    """A check of the arch's own, not of a function ([harness] checks)."""
+    name: str
+
+
 def arch_checks(target):
     """The target's functions an arch fragment implements: each is checked by
-    arch/ARCH/harness-check-NAME.c.j2, beside its implementation."""
-    return [f for f in target.functions if f.where == "arch"]
+    arch/ARCH/harness-check-NAME.c.j2, beside its implementation; then the
+    arch's own checks the spec lists, by fragments of the same name."""
+    return ([f for f in target.functions if f.where == "arch"] +
+            [ArchCheck(name) for name in target.harness.checks])
 
 
 def _render(env, target, name, **extra):
@@ -93,7 +140,8 @@ def build_harness(target, workdir, builder=None):
     """Render the headers and compile the harness into workdir; returns its path."""
     workdir = Path(workdir)
     builder = builder or Builder(target)
-    cc = compiler(target)
+    freestanding = target.harness.libc == "freestanding"
+    cc = freestanding_programs()[0] if freestanding else compiler(target)
     if shutil.which(cc) is None:
         raise HarnessError(f"{cc}: not found (the {target.name} harness needs it; run scripts/setup.sh)")
     csources = sorted(paths.HARNESS.glob("*.c"))
@@ -109,9 +157,12 @@ def build_harness(target, workdir, builder=None):
             csources.append(hdir / name)
 
     exe = hdir / "harness"
-    argv = [cc, *HARNESS_CFLAGS, f"-DH_IMAGE_CLASS={target.elf.elf_class}", *target.toolchain.harness_cflags,
-            "-I", str(hdir), "-I", str(paths.HARNESS),
-            *(str(s) for s in csources), "-o", str(exe)]
+    if freestanding:
+        argv = freestanding_argv(target, hdir, csources, exe)
+    else:
+        argv = [cc, *HARNESS_CFLAGS, f"-DH_IMAGE_CLASS={target.elf.elf_class}",
+                *target.toolchain.harness_cflags, "-I", str(hdir), "-I", str(paths.HARNESS),
+                *(str(s) for s in csources), "-o", str(exe)]
     builder.log("HOSTCC", exe, argv)
     try:
         proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -130,6 +181,37 @@ def _build_image(target, outdir, builder):
 
     so, _ = build_target(target, outdir, builder=builder, validate=build_validator)
     return so
+
+
+def _is_test_build(image):
+    from vdsogen.audit.rules.notes import test_build
+    from vdsogen.elf.reader import ElfImage
+
+    try:
+        return test_build(ElfImage(image)) is not None
+    except VdsogenError:
+        return False    # the harness's own checks say what is wrong with it
+
+
+def _test_build(target, image, workdir, builder, stream):
+    """(target, image) the harness runs.  A test build (N006) is run by the
+    harness of the target's test build.  Where qemu-user cannot read the
+    spec's counter ([harness] injected_counter), the real build is made and
+    checked, its counter read by its words (T002), and the harness runs the
+    test build made beside it; an image given must be a test build."""
+    if image is not None and _is_test_build(image):
+        return target.test_build(), image
+    if not target.harness.injected_counter or target.test_counter:
+        return target, image
+    if image is not None:
+        raise HarnessError(f"{image}: not a test build, and the {target.name} harness cannot read its counter under "
+                           f"qemu-user: give it a `vdsogen build --test-counter` image (`vdsogen check` verifies "
+                           f"the real one's counter read)")
+    real = _build_image(target, workdir / "image", builder)
+    words = " ".join(f"{w:08x}" for w in target.counter.words)
+    print(f"# {real}: the real build; check found its counter read {words} (T002)", file=stream, flush=True)
+    test = target.test_build()
+    return test, _build_image(test, workdir / "test-image", builder)
 
 
 class Outcome:
@@ -257,6 +339,7 @@ def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=Non
             workdir = tmp.name
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
+        target, image = _test_build(target, image, workdir, builder, stream)
         if image is None:
             image = _build_image(target, workdir / "image", builder)
         exe = build_harness(target, workdir, builder)

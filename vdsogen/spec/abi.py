@@ -229,6 +229,13 @@ def _node_names(img):
         return set()
 
 
+def _export_names(img):
+    try:
+        return {s.name for s in img.dynsym if s.defined}
+    except Unreadable:
+        return set()
+
+
 def _soname(img):
     try:
         value = img.dyn("SONAME")
@@ -247,10 +254,13 @@ def detect(img):
             f"ELF{img.elf_class} {img.endian}-endian {img.machine_name} (e_flags 0x{img.e_flags:x}) "
             "is none of the ABIs in the catalogue"))
     if len(fits) > 1:
-        nodes, soname = _node_names(img), _soname(img)
+        nodes, soname, names = _node_names(img), _soname(img), _export_names(img)
 
+        # Version nodes, then the soname, then the exports the ABI knows
+        # (arm64-compat's sigreturn trampolines tell it from arm).
         def score(a):
-            return (len(nodes & set(a.versions)) - len(nodes - set(a.versions)), soname in a.sonames)
+            return (len(nodes & set(a.versions)) - len(nodes - set(a.versions)), soname in a.sonames,
+                    sum(a.export(n) is not None for n in names))
         best = max(score(a) for a in fits)
         fits = [a for a in fits if score(a) == best] + [a for a in fits if score(a) != best]
     return Detection(fits[0], "detected", tuple(a.name for a in fits[1:]))

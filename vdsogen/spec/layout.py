@@ -17,7 +17,7 @@ SCALARS = {
 }
 
 # Roles a page may play, in Linux's generic data store vocabulary.
-PAGE_ROLES = ("time", "timens", "rng", "arch", "pvclock", "hvclock", "reserved")
+PAGE_ROLES = ("time", "timens", "rng", "arch", "pvclock", "hvclock", "gic", "reserved")
 
 # What the generic time core needs of one clock record, with the scalar type
 # each field must have.  `basetime` is an array of a {sec, nsec} struct.

@@ -9,7 +9,7 @@ version nodes and trampoline words come from the ABI catalogue
 signature from the function declarations (vdsogen/spec/functions.toml).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from vdsogen import paths
@@ -24,8 +24,11 @@ from vdsogen.spec.toml import C_IDENT, Table, load_toml
 CONVENTIONS = ("negative-errno", "cr0-so")
 COARSE_IN_MODE_NONE = ("page", "syscall")
 ENTRY_STYLES = ("c", "asm")
+TOOLCHAIN_KINDS = ("llvm", "gnu")
+LINKERS = ("lld", "gnu")
 SYSCALL_NR_MAX = 8191   # above every Linux ABI's table, MIPS's 4000/5000/6000 bases included
 BINDINGS = ("global", "weak")
+HARNESS_LIBCS = ("system", "freestanding")
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,9 @@ class ElfIdentity:
     linux_version: tuple  # (major, minor, sublevel)
     text_fill: int | None
     eh_frame: bool
+    # e_flags are set to `flags` after the link, whatever the linker wrote
+    # (arm: Linux's vdsomunge clears the float-ABI bits)
+    rewrite_flags: bool = False
 
     @property
     def linux_version_code(self):
@@ -86,6 +92,7 @@ class Counter:
     modes: tuple           # clock_mode values this counter serves
     mask: bool             # apply the clock record's mask to the delta
     clamp_backwards: bool  # a counter below cycle_last counts as no time passed
+    words: tuple = ()      # the read's 32-bit instruction words, in code order, that `check` finds
 
 
 @dataclass(frozen=True)
@@ -108,7 +115,7 @@ class DataPages:
 @dataclass(frozen=True)
 class Toolchain:
     clang_target: str
-    gnu_triple: str
+    gnu_triple: str | None  # None: Debian has no GNU cross toolchain for the ABI (LoongArch)
     qemu: str | None       # qemu-user name, None when the host runs it natively
     cflags: tuple
     gnu_cflags: tuple      # for the GNU compiler only: options clang rejects (-ffixed-r30)
@@ -120,11 +127,29 @@ class Toolchain:
     object_format: str | None
     link_clang_target: str | None
     link_gnu_flags: tuple
+    # The toolchain when neither LLVM= nor CROSS_COMPILE= chooses one: "llvm"
+    # (clang-19 + lld-19) or "gnu" (<gnu_triple>-gcc; powerpc, where only gcc
+    # can keep r30 free), and the linker clang uses: "lld", or "gnu"
+    # (<gnu_triple>-ld) where lld links the ABI wrongly (ppc64 ELFv1).
+    default: str = "llvm"
+    clang_linker: str = "lld"
 
 
 @dataclass(frozen=True)
 class Harness:
     trap_syscalls: bool    # answer the image's syscalls from a SIGSYS handler (arch/<arch>/harness-trap.h.j2)
+    # "system": the target's GNU cross gcc and libc; "freestanding": clang and
+    # harness/freestanding/ (its own start-up, syscalls and libc subset), for
+    # ABIs without a Debian libc
+    libc: str = "system"
+    # the harness runs a test build whose counter read loads a value it
+    # controls (templates/counter-injected.h.j2): where qemu-user cannot
+    # read the real counter
+    injected_counter: bool = False
+    clang_target: str | None = None   # freestanding: the harness's own --target (default the vDSO's)
+    # checks of the arch's own beyond those of its functions, each
+    # arch/<arch>/harness-check-NAME.c.j2 (s390: the TOD steering)
+    checks: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -146,10 +171,18 @@ class Target:
     getcpu: str | None     # arch fragment getcpu-NAME.h.j2 answering in user space, or None: the syscall
     toolchain: Toolchain
     harness: Harness
+    spec_files: tuple = ()  # the spec, then the specs it extends, nearest first
+    test_counter: bool = False  # a test build: the counter read is injected (test_build())
 
     @property
     def description(self):
         return self.abi.description
+
+    def test_build(self):
+        """The test build of this target: the same image but for its counter
+        read, which loads a 64-bit value the harness controls from a page
+        below the data pages; the image carries a note that marks it."""
+        return replace(self, test_counter=True)
 
     def fragment(self, name):
         """Template name of an arch fragment, for the Jinja2 loader."""
@@ -235,7 +268,43 @@ def load_target(name, specs=None, kconfig=None):
         known = ", ".join(list_targets(specs)) or "none"
         raise SpecError(path, None, f"no spec for target {name!r} (known: {known})")
     kc = load_kconfig(kconfig) if kconfig is not None else None
-    return _parse(name, path, Table(path, load_toml(path)), SpecTree(specs), kc)
+    data, files = _load_spec(path)
+    target = _parse(name, path, Table(path, data), SpecTree(specs), kc)
+    return replace(target, spec_files=tuple(str(f) for f in files))
+
+
+def _load_spec(path, _chain=()):
+    """The spec at `path` with the specs it extends merged in: (table, files).
+
+    A spec may start from another (`extends = "NAME"`: NAME.toml in its own
+    directory, else in vdsogen's specs/) and override keys: tables merge key
+    by key, at any depth; any other value, arrays included, replaces the
+    base's."""
+    data = load_toml(path)
+    if "extends" not in data:
+        return data, (path,)
+    base = data.pop("extends")
+    if not isinstance(base, str) or not _is_ident(base.replace("-", "_")):
+        raise SpecError(path, "extends", f"expected the name of a spec, got {base!r}")
+    chain = _chain + (path.resolve(),)
+    candidates = [path.parent / f"{base}.toml", paths.SPECS / f"{base}.toml"]
+    base_path = next((c for c in candidates if c.is_file()), None)
+    if base_path is None:
+        raise SpecError(path, "extends", f"no spec {base!r} in {path.parent} or {paths.SPECS}")
+    if base_path.resolve() in chain:
+        names = " -> ".join(p.stem for p in (*chain, base_path))
+        raise SpecError(path, "extends", f"circular extends: {names}")
+    base_data, files = _load_spec(base_path, chain)
+    return _merge(base_data, data), (path, *files)
+
+
+def _merge(base, over):
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            value = _merge(out[key], value)
+        out[key] = value
+    return out
 
 
 def _identity(top, abi):
@@ -254,10 +323,11 @@ def _identity(top, abi):
         et.error("linux_version", f"{version_text!r} is not MAJOR.MINOR.SUBLEVEL")
     text_fill = et.int("text_fill", None, lo=0, hi=0xFFFFFFFF)
     eh_frame = et.bool("eh_frame")
+    rewrite_flags = et.bool("rewrite_flags", False)
     et.done()
     machine_name = MACHINE_NAMES.get(abi.machine, f"EM_{abi.machine}")
     return ElfIdentity(abi.elf_class, endian, abi.machine, machine_name, flags,
-                       tuple(int(p) for p in parts), text_fill, eh_frame), soname
+                       tuple(int(p) for p in parts), text_fill, eh_frame, rewrite_flags), soname
 
 
 def _from_kconfig(table, key, fixed, **bounds):
@@ -382,8 +452,12 @@ def _parse(name, path, top, tree, kc=None):
             ct.error(f"modes[{i}]", f"{m} is not a counter clock mode (NONE=0 and TIMENS are reserved)")
     if not modes:
         ct.error("modes", "at least one clock mode is needed")
+    words = ct.list("words", int, [], "an integer")
+    for i, w in enumerate(words):
+        if not 0 <= w <= 0xFFFFFFFF:
+            ct.error(f"words[{i}]", f"{w:#x} is not a 32-bit instruction word")
     counter = Counter(counter_fragment, param_values, tuple(modes),
-                      ct.bool("mask"), ct.bool("clamp_backwards"))
+                      ct.bool("mask"), ct.bool("clamp_backwards"), tuple(words))
     ct.done()
 
     dt = top.table("datapage")
@@ -432,22 +506,42 @@ def _parse(name, path, top, tree, kc=None):
 
     tc = top.table("toolchain")
     toolchain = Toolchain(
-        tc.str("clang_target"), tc.str("gnu_triple"), tc.str("qemu", None),
+        tc.str("clang_target"), tc.str("gnu_triple", None), tc.str("qemu", None),
         tuple(tc.list("cflags", str, [], "a string")),
         tuple(tc.list("gnu_cflags", str, [], "a string")),
         tuple(tc.list("ldflags", str, [], "a string")),
         tuple(tc.list("harness_cflags", str, [], "a string")),
         tc.str("object_format", None), tc.str("link_clang_target", None),
-        tuple(tc.list("link_gnu_flags", str, [], "a string")))
+        tuple(tc.list("link_gnu_flags", str, [], "a string")),
+        tc.str("default", "llvm", choices=TOOLCHAIN_KINDS), tc.str("clang_linker", "lld", choices=LINKERS))
     tc.done()
+    if toolchain.gnu_triple is None and "gnu" in (toolchain.default, toolchain.clang_linker):
+        tc.error("gnu_triple", "missing: the GNU toolchain is chosen (default or clang_linker)")
 
     ht = top.table("harness", None)
     harness = Harness(False)
     if ht is not None:
-        harness = Harness(ht.bool("trap_syscalls", False))
+        checks = tuple(ht.list("checks", str, [], "a string"))
+        for i, check in enumerate(checks):
+            if not _is_ident(check):
+                ht.error(f"checks[{i}]", f"{check!r} is not a C identifier")
+            if check in {e.impl for e in exports} or checks.index(check) != i:
+                ht.error(f"checks[{i}]", f"{check!r} is checked already")
+            need_fragment(ht, f"checks[{i}]", f"harness-check-{check}.c.j2")
+        harness = Harness(ht.bool("trap_syscalls", False), ht.str("libc", "system", choices=HARNESS_LIBCS),
+                          ht.bool("injected_counter", False), ht.str("clang_target", None), checks)
+        if harness.clang_target and harness.libc != "freestanding":
+            ht.error("clang_target", "only a freestanding harness (libc = \"freestanding\") is built "
+                                     "by clang")
         if harness.trap_syscalls:
             need_fragment(ht, "trap_syscalls", "harness-trap.h.j2")
+        if harness.injected_counter and not counter.words:
+            ct.error("words", "missing: with [harness] injected_counter, `check` verifies the real counter read "
+                              "by its instruction words")
         ht.done()
+    if harness.libc == "system" and toolchain.gnu_triple is None:
+        tc.error("gnu_triple", "missing: the harness is built by <gnu_triple>-gcc against its libc "
+                               "(else [harness] libc = \"freestanding\")")
     top.done()
 
     return Target(name, str(path), abi, arch, tuple(str(r) for r in tree.roots), elf, soname, versions,

@@ -89,6 +89,7 @@ class Expect:
     versions: tuple | None = None      # version node names
     exports: dict | None = None        # name -> (version, binding); the exact set
     trampolines: tuple | None = None   # (name, lead words, words[, bytes of words unwinders match])
+    counter_words: tuple | None = None  # the counter read's instruction words (not in a test build)
     page_size: int | None = None
     data_pages: int | None = None
     flags: tuple | None = None         # vdsogen.spec.abi.FlagRule constraints on e_flags
@@ -158,8 +159,8 @@ def get_rule(rule_id):
 
 def _load():
     # Rule modules register themselves on import.
-    from vdsogen.audit.rules import (code, consumers, dynamic, hashes, header, notes, sections,  # noqa: F401
-                               segments, symbols, target, versions)
+    from vdsogen.audit.rules import (code, consumers, dynamic, hashes, header, notes, patches,  # noqa: F401
+                               sections, segments, symbols, target, versions)
 
 
 def run(ctx, only=None):

@@ -141,3 +141,82 @@ def arm64_x18(ctx):
             count += 1
             if count <= MAX_FINDINGS:
                 yield _where(regions, img, addr), f"instruction 0x{int.from_bytes(raw, 'little'):08x} at 0x{addr:x} writes x18"
+
+
+# X-form (primary opcode 31) extended opcodes whose destination is RA, not
+# RT: the logical, shift, sign-extend and count instructions.
+_PPC_X_TO_RA = {28, 60, 124, 284, 316, 412, 444, 476,      # and andc nor eqv xor orc or nand
+                24, 536, 792, 824, 27, 539, 794,            # slw srw sraw srawi sld srd srad
+                26, 58, 922, 954, 986, 122, 378, 506, 508,  # cntlzw cntlzd extsh extsb extsw popcnt* cmpb
+                538, 570}                                   # cnttzw cnttzd
+# X-form extended opcodes that write no GPR at all (stores, compares, cache,
+# barriers, moves to special registers, traps).
+_PPC_X_NO_GPR = {0, 32, 4, 68, 151, 149, 215, 407, 150, 214, 662, 918, 660, 54, 86, 982, 278, 246, 1014,
+                 598, 854, 467, 144, 146, 178, 663, 727, 695, 759, 983, 919, 951, 726, 758}
+# ... and those with update (RA written back) that store.
+_PPC_X_STORE_UPDATE = {183, 181, 247, 439, 695, 759}
+_PPC_X_LOAD_UPDATE = {55, 119, 311, 375, 53, 373}
+
+
+def ppc_gprs_written(word):
+    """The general registers a powerpc instruction writes (a decoding for
+    the integer and load/store instructions a vDSO uses; lmw writes RT..r31)."""
+    op = word >> 26
+    rt, ra = (word >> 21) & 31, (word >> 16) & 31
+    if op in (7, 8, 12, 13, 14, 15, 32, 34, 40, 42):           # mulli subfic addic(.) addi addis lwz lbz lhz lha
+        return {rt}
+    if op in (33, 35, 41, 43):                                  # lwzu lbzu lhzu lhau
+        return {rt, ra}
+    if op in (37, 39, 45, 53, 55, 61) or (op == 62 and word & 3 == 1):   # stwu stbu sthu stfsu stfdu stfdpu stdu
+        return {ra}
+    if op == 46:                                                # lmw
+        return set(range(rt, 32))
+    if op == 58:                                                # ld ldu lwa
+        return {rt, ra} if word & 3 == 1 else {rt}
+    if op in (20, 21, 23, 24, 25, 26, 27, 28, 29, 30):          # rlw*, ori, oris, xori, xoris, andi., andis., rld*
+        return {ra}
+    if op == 31:
+        xo = (word >> 1) & 0x3FF
+        if xo in _PPC_X_TO_RA or (xo >> 1) == 413:              # sradi (XS-form)
+            return {ra}
+        if xo in _PPC_X_STORE_UPDATE:
+            return {ra}
+        if xo in _PPC_X_LOAD_UPDATE:
+            return {rt, ra}
+        if xo in _PPC_X_NO_GPR:
+            return set()
+        return {rt}                                             # arithmetic, indexed loads, mf*
+    return set()
+
+
+@rule("K004", "error", "powerpc code that Go calls must not write r30, where Go before 1.16 keeps its g pointer",
+      """Go before 1.16 keeps its g pointer in r30 and reads it in a signal
+      handler that may interrupt the vDSO, so the entry points it calls
+      (__kernel_clock_gettime) must leave r30 alone, even where they would
+      restore it later; Linux builds its time functions with -ffixed-r30
+      (since 2021).  An image is judged by the code reached from the
+      exports the ABI's Go runtime looks up: Linux 6.12+ getrandom code,
+      which only Go 1.24+ calls, saves and uses r30.  vdsogen's own images
+      are judged by all their code (check): gcc keeps r30 free with
+      -ffixed-r30; clang-19 has no such option for powerpc and allocates
+      r30.""")
+def powerpc_r30(ctx):
+    img = ctx.image
+    if img.e_machine not in (EM_PPC, EM_PPC64):
+        return
+    regions, insns = reached(ctx)
+    abi = ctx.expect.abi_info
+    if not ctx.expect.generated and abi is not None and "go" in abi.lookups:
+        index = decode.Regions([(a, code) for a, code, _o in regions])
+        go = {lk.symbol for lk in abi.lookups["go"]}
+        entries = [(s.value, None) for s in img.dynsym[1:] if s.defined and s.name in go and s.value in index]
+        insns = list(decode.walk(img, index, entries))
+    count = 0
+    for addr, insn, raw in insns:
+        if len(raw) == 4 and 30 in ppc_gprs_written(int.from_bytes(raw, img.code_endian)):
+            count += 1
+            if count <= MAX_FINDINGS:
+                yield _where(regions, img, addr), (f"instruction 0x{int.from_bytes(raw, img.code_endian):08x} "
+                                                   f"at 0x{addr:x} writes r30")
+    if count > MAX_FINDINGS:
+        yield "code", f"{count - MAX_FINDINGS} more instruction(s) writing r30"

@@ -121,3 +121,28 @@ def linux_notes_known(ctx):
                 yield where, "Linux build-salt note is not a NUL-terminated string"
         else:
             yield where, f"Linux note of unknown type 0x{n.type:x}"
+
+
+# The note a vdsogen test build carries (templates/note.S.j2): what was injected.
+TEST_BUILD_NOTE = ("vdsogen", 1)
+
+
+def test_build(img):
+    """What a vdsogen test build says was injected ("injected counter"), or None."""
+    for n in img.notes:
+        if (n.name, n.type) == TEST_BUILD_NOTE:
+            return bytes(n.desc).rstrip(b"\0").decode("ascii", "replace")
+    return None
+
+
+@rule("N006", "info", "a vdsogen test build: part of its code is replaced for the test harness",
+      """`vdsogen build --test-counter` (and `vdsogen test`, for a spec with
+      [harness] injected_counter) builds an image whose counter read loads a
+      value the harness controls, where qemu-user cannot run the real read.
+      Such an image says so in a note ("vdsogen", type 1, naming what was
+      injected); it keeps time only inside the harness and is never to be
+      shipped.  The real build's read is checked by its words (T002).""")
+def test_build_note(ctx):
+    what = test_build(ctx.image)
+    if what is not None:
+        yield "PT_NOTE", f"test build: {what}"

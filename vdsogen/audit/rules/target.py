@@ -3,6 +3,7 @@
 from vdsogen.elf.consts import EM_ARM
 from vdsogen.elf.reader import Unreadable
 from vdsogen.audit.rules import rule
+from vdsogen.audit.rules.code import code_regions
 
 
 def _words(img, addr, count):
@@ -46,3 +47,35 @@ def _show(img, raw, match):
     if match % 4:
         return "bytes " + raw.hex(" ")
     return "words " + " ".join(f"{int.from_bytes(raw[i:i + 4], img.code_endian):08x}" for i in range(0, len(raw), 4))
+
+
+def _encodings(img, words):
+    """The byte strings `words` may be in the code: whole words in the code's
+    byte order; on ARM also as Thumb-2, each word two halfwords, the first
+    (the word's high half) at the lower address."""
+    out = [b"".join(w.to_bytes(4, img.code_endian) for w in words)]
+    if img.e_machine == EM_ARM:
+        out.append(b"".join((w >> 16).to_bytes(2, img.code_endian) + (w & 0xFFFF).to_bytes(2, img.code_endian)
+                            for w in words))
+    return out
+
+
+@rule("T002", "error", "the counter read must be the spec's instruction words",
+      """A spec may list its counter read as instruction words ([counter]
+      words): the ordering barriers around the read are part of it, and
+      where qemu-user cannot execute the read (arm's mrrc of CNTVCT, mips's
+      rdhwr), the harness runs a test build with an injected counter and
+      this is how the real build's read is verified.  The words must occur
+      in the code, in order and together; on ARM as ARM or Thumb-2
+      instructions.  A test build (N006) reads no counter: not checked.""",
+      needs=("counter_words",))
+def counter_words(ctx):
+    img = ctx.image
+    words = ctx.expect.counter_words
+    if not words:
+        return
+    forms = _encodings(img, words)
+    for _addr, code, _off in code_regions(img):
+        if any(bytes(code).find(f) >= 0 for f in forms):
+            return
+    yield "code", "the counter read " + " ".join(f"{w:08x}" for w in words) + " is nowhere in the code"

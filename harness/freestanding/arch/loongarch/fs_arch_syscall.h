@@ -1,0 +1,43 @@
+/* Freestanding harness: syscall numbers of LoongArch (the asm-generic table). */
+#ifndef FS_ARCH_SYSCALL_H
+#define FS_ARCH_SYSCALL_H
+
+#define SYS_getcwd		17
+#define SYS_openat		56
+#define SYS_close		57
+#define SYS_lseek		62
+#define SYS_read		63
+#define SYS_write		64
+#define SYS_exit		93
+#define SYS_exit_group		94
+#define SYS_set_tid_address	96
+#define SYS_futex		98
+#define SYS_nanosleep		101
+#define SYS_getitimer		102
+#define SYS_setitimer		103
+#define SYS_clock_gettime	113
+#define SYS_clock_getres	114
+#define SYS_clock_nanosleep	115
+#define SYS_sched_setaffinity	122
+#define SYS_sched_getaffinity	123
+#define SYS_sched_yield		124
+#define SYS_kill		129
+#define SYS_tgkill		131
+#define SYS_sigaltstack		132
+#define SYS_rt_sigaction	134
+#define SYS_rt_sigprocmask	135
+#define SYS_rt_sigreturn	139
+#define SYS_prctl		167
+#define SYS_getcpu		168
+#define SYS_gettimeofday	169
+#define SYS_getpid		172
+#define SYS_gettid		178
+#define SYS_munmap		215
+#define SYS_clone		220
+#define SYS_mmap		222
+#define SYS_mprotect		226
+#define SYS_seccomp		277
+#define SYS_getrandom		278
+#define SYS_statx		291
+
+#endif

@@ -1,0 +1,131 @@
+"""Rules on the code patches a kernel applies to the image before it maps it."""
+
+import struct
+
+from vdsogen.elf.consts import EM_386, EM_PPC, EM_PPC64, EM_X86_64, SHF_EXECINSTR, SHT_NOBITS
+from vdsogen.audit.rules import rule
+
+# struct alt_instr: s32 instr_offset, s32 repl_offset, the feature (u16 up
+# to Linux 6.1, u32 feature and flags from 6.2), u8 instrlen, u8 replacementlen.
+ALT_FORMATS = {12: "<iiHBB", 14: "<iiIBB"}
+
+
+def _entries(data, base, size):
+    fmt = ALT_FORMATS[size]
+    for i in range(0, len(data) - len(data) % size, size):
+        rel_instr, rel_repl, _feature, ilen, rlen = struct.unpack_from(fmt, data, i)
+        yield i // size, base + i + rel_instr, ilen, base + i + 4 + rel_repl, rlen
+
+
+def _faults(entries, code):
+    """(index, why) of each entry a kernel could not apply safely."""
+    def inside(addr, n):
+        return any(lo <= addr and addr + n <= hi for lo, hi in code)
+
+    for i, instr, ilen, repl, rlen in entries:
+        if not inside(instr, ilen):
+            yield i, f"original 0x{instr:x}+{ilen} is not in the image's code"
+        elif not inside(repl, rlen):
+            yield i, f"replacement 0x{repl:x}+{rlen} is not in the image's code"
+        elif rlen > ilen:
+            yield i, f"replacement of {rlen} bytes is longer than its original ({ilen})"
+
+
+@rule("K005", "error", "x86: every alternatives entry must patch the image's own code with a replacement that fits",
+      """x86 kernels patch their vDSO before mapping it: apply_alternatives()
+      walks .altinstructions and copies each replacement over its original
+      where the CPU has the feature.  An entry whose original or replacement
+      lies outside the image's code, or whose replacement is longer than its
+      original, makes the kernel write outside the instruction it patches (or
+      refuse at boot).  Entries are 12 bytes up to Linux 6.1 and 14 from 6.2:
+      the image's version note says which; without one, the form that reads
+      the table whole and sound.""")
+def alternatives_fit(ctx):
+    img = ctx.image
+    sec = img.section(".altinstructions") if img.e_machine in (EM_386, EM_X86_64) else None
+    if sec is None or sec.type == SHT_NOBITS or not sec.size:
+        return
+    data = bytes(img.section_bytes(sec))
+    # Section addresses are the image's own: vDSOs link at 0, file offset == address.
+    code = [(s.addr, s.addr + s.size) for s in img.sections if s.flags & SHF_EXECINSTR and s.type != SHT_NOBITS]
+    if ctx.era is not None:
+        sizes = [14 if ctx.era >= (6, 2, 0) else 12]
+    else:
+        sizes = [n for n in (14, 12) if len(data) % n == 0] or [14]
+    best = None
+    for size in sizes:
+        faults = list(_faults(_entries(data, sec.addr, size), code))
+        if len(data) % size:
+            faults.insert(0, (None, f"{len(data)} bytes are not a whole number of {size}-byte entries"))
+        if best is None or len(faults) < len(best[1]):
+            best = (size, faults)
+    size, faults = best
+    for i, why in faults:
+        where = f"@0x{sec.offset:x}" if i is None else f"@0x{sec.offset + i * size:x}"
+        yield where, (f".altinstructions: {why}" if i is None else f".altinstructions entry {i}: {why}")
+
+
+# struct fixup_entry (powerpc): unsigned long mask and value, then long
+# start, end, alt_start and alt_end, each relative to the entry.  24 bytes
+# from a 32-bit kernel; 48 from a 64-bit one, its vdso32's too (the offsets
+# sign-extended by a 0xffffffff high word, big-endian).
+FTR_SECTIONS = ("__ftr_fixup", "__mmu_ftr_fixup", "__fw_ftr_fixup")
+FTR_FORMATS = {24: "IIiiii", 48: "QQqqqq"}
+
+
+def _ftr_faults(data, base, size, order, code):
+    def inside(addr, n):
+        return any(lo <= addr and addr + n <= hi for lo, hi in code)
+
+    fmt = order + FTR_FORMATS[size]
+    for i in range(0, len(data) - len(data) % size, size):
+        _mask, _value, *rel = struct.unpack_from(fmt, data, i)
+        start, end, alt, alt_end = (base + i + r for r in rel)
+        ranges = f"body 0x{start:x}-0x{end:x}, alternative 0x{alt:x}-0x{alt_end:x}"
+        if end < start or alt_end < alt:
+            yield i // size, f"a range runs backwards ({ranges})"
+        elif (start | end | alt | alt_end) & 3:
+            yield i // size, f"a range is not word-aligned ({ranges})"
+        elif not inside(start, end - start):
+            yield i // size, f"body 0x{start:x}-0x{end:x} is not in the image's code"
+        elif alt_end > alt and not inside(alt, alt_end - alt):
+            yield i // size, f"alternative 0x{alt:x}-0x{alt_end:x} is not in the image's code"
+        elif alt_end - alt > end - start:
+            yield i // size, f"alternative of {alt_end - alt} bytes is longer than its body ({end - start})"
+
+
+@rule("K006", "error",
+      "powerpc: every feature-fixup entry must patch the image's own code with an alternative that fits",
+      """powerpc kernels patch their vDSO before mapping it: do_feature_fixups()
+      walks __ftr_fixup (and __mmu_ftr_fixup, __fw_ftr_fixup) and, where the
+      CPU's features do not match an entry, copies its alternative over its
+      body and fills the rest with nops.  An entry whose body or alternative
+      lies outside the image's code, runs backwards or is not word-aligned
+      makes the kernel write outside the code it patches; an alternative
+      longer than its body the kernel refuses (a warning at boot, the code
+      left unpatched).  Entries are 24 bytes from a 32-bit kernel and 48
+      from a 64-bit one (its 32-bit vDSO's too): the form that reads the
+      table whole and sound.""")
+def feature_fixups_fit(ctx):
+    img = ctx.image
+    if img.e_machine not in (EM_PPC, EM_PPC64):
+        return
+    code = [(s.addr, s.addr + s.size) for s in img.sections if s.flags & SHF_EXECINSTR and s.type != SHT_NOBITS]
+    order = "<" if img.little else ">"
+    for name in FTR_SECTIONS:
+        sec = img.section(name)
+        if sec is None or sec.type == SHT_NOBITS or not sec.size:
+            continue
+        data = bytes(img.section_bytes(sec))
+        sizes = [48] if img.elf_class == 64 else [24, 48]
+        best = None
+        for size in sizes:
+            faults = list(_ftr_faults(data, sec.addr, size, order, code))
+            if len(data) % size:
+                faults.insert(0, (None, f"{len(data)} bytes are not a whole number of {size}-byte entries"))
+            if best is None or len(faults) < len(best[1]):
+                best = (size, faults)
+        size, faults = best
+        for i, why in faults:
+            where = f"@0x{sec.offset:x}" if i is None else f"@0x{sec.offset + i * size:x}"
+            yield where, (f"{name}: {why}" if i is None else f"{name} entry {i}: {why}")
