@@ -4,7 +4,8 @@ kvm-clock (PVCLOCK, 2) and Hyper-V's reference TSC page (HVCLOCK, 3) read
 pages of their own, which the harness writes as the host would; the
 harness must pass every check of each mode with both toolchains, and fail
 the named checks of an image whose counter read is broken in one way.
-getcpu answers from lsl (or rdpid) and makes the syscall when it cannot.
+getcpu answers from lsl, patched to rdpid where the CPU has it (or from
+rdpid alone), and makes the syscall when it cannot.
 """
 
 import dataclasses
@@ -12,6 +13,7 @@ import io
 import os
 import re
 import shutil
+import struct
 import subprocess
 
 import pytest
@@ -42,7 +44,7 @@ def x86_64():
 def test_spec_serves_the_three_modes_and_lsl():
     target = x86_64()
     assert target.counter.modes == (1, PV, HV)
-    assert target.getcpu == "lsl"
+    assert target.getcpu == "lsl-rdpid"
 
 
 def test_layout_matches_linux():
@@ -229,30 +231,90 @@ def test_counter_check_catches_a_fragment_the_harness_shares(shared_copy, tmp_pa
 
 # --- getcpu -----------------------------------------------------------------
 
-LSL_STORE = "*cpu = p & ((1U << VDSO_CPUNODE_BITS) - 1);"
+LSL_STORE = "*cpu = (unsigned int)p & ((1U << VDSO_CPUNODE_BITS) - 1);"
+RDPID = 16 * 32 + 22          # X86_FEATURE_RDPID
 
 
 def test_getcpu_lsl_answers_in_user_space():
     arch = dict(sources(x86_64()))["vdso_arch.h"]
-    assert '"lsl %[sel], %[p]"' in arch and "#define VDSO_CPUNODE_SELECTOR\t((15 * 8) | 3)" in arch
+    assert '"661:\tlsl %[sel], %k[p]\\n"' in arch and "#define VDSO_CPUNODE_SELECTOR\t((15 * 8) | 3)" in arch
+    assert '".pushsection .altinstructions' in arch.replace('"\t.push', '".push')
 
 
-def test_getcpu_falls_back_when_lsl_finds_no_segment(harnesses, tmp_path):
+def alternatives(image):
+    """The 14-byte struct alt_instr entries of image (Linux 6.2 on) as (orig, repl, feature, lens)."""
+    from vdsogen.elf.reader import ElfImage
+    elf = ElfImage(image)
+    sec = elf.section(".altinstructions")
+    raw = bytes(elf.section_bytes(sec))
+    out = []
+    for i in range(0, len(raw), 14):
+        orig, repl, feature, ilen, rlen = struct.unpack_from("<iiIBB", raw, i)
+        at = sec.offset + i
+        out.append((at + orig, at + 4 + repl, feature, ilen, rlen))
+    return out
+
+
+def test_getcpu_alternative_entry(built):
+    """One entry, as Linux writes its own: lsl padded with NOPs to the length of rdpid; cmp."""
+    _, so, _ = built("x86_64")
+    data = so.read_bytes()
+    [(orig, repl, feature, ilen, rlen)] = alternatives(so)
+    assert feature == RDPID and ilen == rlen == 6
+    assert data[orig:orig + 3] == b"\x0f\x03\xc0" and data[orig + 3:orig + 6] == b"\x90" * 3  # lsl %ax,%eax
+    assert data[repl:repl + 6] == b"\xf3\x0f\xc7\xf8\x39\xc0"  # rdpid %rax; cmp %eax,%eax
+
+
+@pytest.mark.parametrize("patch", [True, False], ids=["rdpid", "lsl"])
+def test_getcpu_both_sides_of_the_alternative(patch, harnesses, built, monkeypatch):
+    assert cpu_has("rdpid"), "patching needs a CPU with RDPID (the development machines have it)"
+    if not patch:
+        monkeypatch.setenv("VDSOGEN_HARNESS_NO_PATCH", "1")
+    target, so, _ = built("x86_64")
+    status, outcome, output = run_broken(target, harnesses("x86_64"), so)
+    assert status == 0 and {"patch", "getcpu"} <= set(outcome.passed), output
+    assert f"# patch: {1 if patch else 0} of 1 alternatives applied" in output, output
+
+
+@pytest.mark.parametrize("where,value", [(12, 7), (13, 7), (0, 0x7f)], ids=["instrlen", "repllen", "outside"])
+def test_harness_rejects_a_bad_alternatives_table(where, value, harnesses, built, tmp_path):
+    """A replacement longer than the original, or an original outside the image: FAIL patch, no run."""
+    target, so, _ = built("x86_64")
+    from vdsogen.elf.reader import ElfImage
+    sec = ElfImage(so).section(".altinstructions")
+    data = bytearray(so.read_bytes())
+    if where == 12:
+        data[sec.offset + 12] = 5          # the original shrinks below the replacement
+    elif where == 13:
+        data[sec.offset + 13] = value      # the replacement grows past the original
+    else:
+        data[sec.offset + 3] = value       # instr_offset points 2 GiB away
+    bad = tmp_path / "vdso.so"
+    bad.write_bytes(bytes(data))
+    status, outcome, output = run_broken(target, harnesses("x86_64"), bad)
+    assert status != 0 and "patch" in outcome.failed, output
+
+
+def test_getcpu_falls_back_when_lsl_finds_no_segment(harnesses, tmp_path, monkeypatch):
     """The null selector: lsl clears ZF and the syscall answers (a user-space answer would be off by one)."""
+    monkeypatch.setenv("VDSOGEN_HARNESS_NO_PATCH", "1")
     target = x86_64()
     image = build_broken(target, tmp_path / "image", {"vdso_arch.h": [
         ("#define VDSO_CPUNODE_SELECTOR\t((15 * 8) | 3)", "#define VDSO_CPUNODE_SELECTOR\t0"),
-        (LSL_STORE, "*cpu = (p & ((1U << VDSO_CPUNODE_BITS) - 1)) + 1;")]})
+        (LSL_STORE, "*cpu = ((unsigned int)p & ((1U << VDSO_CPUNODE_BITS) - 1)) + 1;")]})
     status, outcome, output = run_broken(target, harnesses("x86_64"), image)
     assert status == 0 and "getcpu" in outcome.passed, output
 
 
+@pytest.mark.parametrize("patch", [True, False], ids=["rdpid", "lsl"])
 @pytest.mark.parametrize("edit", [
-    (LSL_STORE, "*cpu = (p & ((1U << VDSO_CPUNODE_BITS) - 1)) + 1;"),
-    ("*node = p >> VDSO_CPUNODE_BITS;", "*node = (p >> VDSO_CPUNODE_BITS) + 1;"),
+    (LSL_STORE, "*cpu = ((unsigned int)p & ((1U << VDSO_CPUNODE_BITS) - 1)) + 1;"),
+    ("*node = (unsigned int)p >> VDSO_CPUNODE_BITS;", "*node = ((unsigned int)p >> VDSO_CPUNODE_BITS) + 1;"),
     ("if (cpu)\n\t\t*cpu", "if (node)\n\t\t*cpu"),
 ], ids=["wrong-cpu", "wrong-node", "stores-through-null"])
-def test_harness_catches_a_wrong_getcpu(edit, harnesses, tmp_path):
+def test_harness_catches_a_wrong_getcpu(edit, patch, harnesses, tmp_path, monkeypatch):
+    if not patch:
+        monkeypatch.setenv("VDSOGEN_HARNESS_NO_PATCH", "1")
     target = x86_64()
     image = build_broken(target, tmp_path / "image", {"vdso_arch.h": [edit]})
     status, outcome, output = run_broken(target, harnesses("x86_64"), image)

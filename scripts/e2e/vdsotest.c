@@ -26,6 +26,7 @@
  * src/datapage.h and src/vdso_config.h the image was built from).
  */
 #define _GNU_SOURCE
+#include <cpuid.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -407,6 +408,40 @@ static void check_timens(void)
 	check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "timens.child", "status 0x%x", status);
 }
 
+#define ALT_ENTRY_SIZE	12	/* Linux 6.1's struct alt_instr */
+typedef long (*getcpu_fn)(unsigned int *cpu, unsigned int *node, void *unused);
+
+/*
+ * getcpu against the syscall, and the kernel's patching of its alternative:
+ * where the CPU has RDPID the original (lsl) must now hold the replacement.
+ */
+static void check_getcpu(void)
+{
+	const unsigned char *alt = (const void *)(vdso_lo + vdso_alt);
+	unsigned int cpu = ~0U, node = ~0U, scpu = ~1U, snode = ~1U, a, b, c, d;
+	const unsigned char *orig, *repl;
+	int32_t rel;
+	int rdpid, patched;
+	getcpu_fn v_getcpu = (getcpu_fn)vdso_sym("__vdso_getcpu");
+
+	if (!v_getcpu) {
+		check(0, "getcpu", "no __vdso_getcpu");
+		return;
+	}
+	check(v_getcpu(&cpu, &node, NULL) == 0 && syscall(SYS_getcpu, &scpu, &snode, NULL) == 0 &&
+	      cpu == scpu && node == snode, "getcpu", "cpu %u node %u, the syscall says %u %u", cpu, node, scpu, snode);
+	memcpy(&rel, alt, 4);
+	orig = alt + rel;
+	memcpy(&rel, alt + 4, 4);
+	repl = alt + 4 + rel;
+	rdpid = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c >> 22 & 1);
+	patched = !memcmp(orig, repl, alt[ALT_ENTRY_SIZE - 1]);	/* replacementlen */
+	printf("# getcpu: the CPU %s RDPID; the alternative site holds %s\n", rdpid ? "has" : "lacks",
+	       patched ? "the replacement (rdpid)" : "the original (lsl)");
+	check(patched == rdpid, "getcpu.alternative", "CPU %s RDPID, the site holds %s", rdpid ? "has" : "lacks",
+	      patched ? "rdpid" : "lsl");
+}
+
 static void finish(void)
 {
 	printf("vdsotest: %d passed, %d failed\n", passed, failed);
@@ -473,6 +508,7 @@ int main(void)
 	check_getres();
 	check_glibc();
 	check_timens();
+	check_getcpu();
 	finish();
 	return 0;
 }

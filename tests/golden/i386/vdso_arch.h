@@ -250,27 +250,58 @@ static __always_inline long vdso_syscall(long nr, long a0, long a1, long a2)
 #include <stdbool.h>
 
 /*
- * getcpu from the limit of a per-CPU GDT segment, which x86 kernels set up
- * for exactly this: segment 15 (GDT_ENTRY_CPUNODE), DPL 3, its limit the
- * CPU number in bits 0-11 and the node above.  lsl loads a segment's limit
- * and sets ZF only when the selector is valid and visible at CPL 3; on a
- * kernel that does not set the segment up, the syscall answers.
+ * getcpu from the limit of the per-CPU GDT segment (lsl), which every x86
+ * kernel sets up, patched at load time to rdpid of IA32_TSC_AUX on CPUs that
+ * have RDPID, as x86 kernels patch their own vDSO: the image carries an
+ * alternatives entry in .altinstructions (placed by lds-text.lds.j2) that
+ * the kernel's apply_alternatives() follows, and so does the harness.
+ *
+ * Both answer the CPU number in bits 0-11 and the node above.  lsl sets ZF
+ * only when the selector is valid at CPL 3 (else the syscall answers); the
+ * replacement sets ZF itself, since rdpid leaves the flags alone.  The
+ * original is padded with a NOP to the replacement's length.
  */
-#define VDSO_CPUNODE_SELECTOR	((15 * 8) | 3)
+#define VDSO_CPUNODE_SELECTOR	((15 * 8) | 3)	/* GDT_ENTRY_CPUNODE, RPL 3 */
 #define VDSO_CPUNODE_BITS	12
+#define VDSO_FEATURE_RDPID	(16 * 32 + 22)	/* CPUID.(7,0):ECX[22] */
+
+/*
+ * struct alt_instr: where the original and the replacement are (each
+ * relative to its own field), the feature, and the two lengths.  The
+ * feature is a u16 up to Linux 6.1, a u32 (feature and flags) from 6.2.
+ */
 
 static __always_inline bool vdso_arch_getcpu(unsigned int *cpu, unsigned int *node)
 {
-	unsigned int p;
+#ifdef __x86_64__
+	uint64_t p;	/* 64-bit code (x32 too) has only the 64-bit rdpid */
+#else
+	uint32_t p;
+#endif
 	bool valid;
 
-	__asm__("lsl %[sel], %[p]" : [p] "=r"(p), "=@ccz"(valid) : [sel] "r"(VDSO_CPUNODE_SELECTOR));
+	__asm__("661:	lsl %[sel], %k[p]\n"
+		"662:	.skip -(((665f - 664f) - (662b - 661b)) > 0) * ((665f - 664f) - (662b - 661b)), 0x90\n"
+		"663:\n"
+		"	.pushsection .altinstructions, \"a\"\n"
+		"	.long 661b - .\n"
+		"	.long 664f - .\n"
+		"	.long %c[feature]\n"
+		"	.byte 663b - 661b\n"
+		"	.byte 665f - 664f\n"
+		"	.popsection\n"
+		"	.pushsection .altinstr_replacement, \"ax\"\n"
+		"664:	rdpid %[p]\n"
+		"	cmp %k[p], %k[p]\n"
+		"665:\n"
+		"	.popsection"
+		: [p] "=r"(p), "=@ccz"(valid) : [sel] "r"(VDSO_CPUNODE_SELECTOR), [feature] "i"(VDSO_FEATURE_RDPID));
 	if (!valid)
 		return false;
 	if (cpu)
-		*cpu = p & ((1U << VDSO_CPUNODE_BITS) - 1);
+		*cpu = (unsigned int)p & ((1U << VDSO_CPUNODE_BITS) - 1);
 	if (node)
-		*node = p >> VDSO_CPUNODE_BITS;
+		*node = (unsigned int)p >> VDSO_CPUNODE_BITS;
 	return true;
 }
 

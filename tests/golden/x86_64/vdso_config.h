@@ -34,7 +34,7 @@ typedef struct vdso_timestamp vdso_timestamp_t;
 #define VDSO_COUNTER_MASK		0
 #define VDSO_COUNTER_CLAMP_BACKWARDS	1
 
-/* getcpu answers from vdso_arch_getcpu() (the lsl fragment), the syscall when it cannot. */
+/* getcpu answers from vdso_arch_getcpu() (the lsl-rdpid fragment), the syscall when it cannot. */
 #define VDSO_HAS_ARCH_GETCPU	1
 
 /* Resolution of the coarse clocks: one tick. */
