@@ -3,16 +3,25 @@
  * specs/ppc64le.toml.
  *
  * Each export wraps vdso_c_<impl>() of vdso.c: it makes its own stack
- * frame (the caller may have none), saves LR and the caller's TOC pointer,
- * points r2 at this image's TOC (the C is entered at its local entry point,
- * which trusts r2), finds the time data and passes it after the caller's
- * arguments, and returns in the syscall convention: CR0.SO clear and r3 the
- * result on success, CR0.SO set and r3 a positive errno on failure.
+ * frame (the caller may have none), saves LR, finds the time data and
+ * passes it after the caller's arguments, and returns in the syscall
+ * convention: CR0.SO clear and r3 the result on success, CR0.SO set and
+ * r3 a positive errno on failure.  Its CFI describes the frame and the
+ * saved LR: of the registers a caller keeps, it changes only r1.
+ *
+ * r2 is left as the caller had it: the C addresses nothing through a TOC
+ * (its data comes as an argument, its constants are immediates), so it
+ * is entered at its local entry point without one (Linux's wrappers set
+ * none either).
  */
 
-/* ELFv2 frame header (back chain, CR, LR and TOC slots: 32 bytes), then our LR. */
-#define FRAME_SIZE	48
-#define FRAME_TOC	24
+/*
+ * ELFv2 frame header (back chain, CR, LR and TOC slots: 32 bytes), then our
+ * LR, all below the caller's 288-byte protected zone: libcs call the vDSO
+ * from inline asm, so the calling function may be a leaf to its compiler
+ * and keep its registers there (glibc's clock_getres keeps r30 and r31).
+ */
+#define FRAME_SIZE	(48 + 288)
 #define FRAME_LR	32
 
 	.hidden	vdso_u_time_data
@@ -33,17 +42,13 @@
 	.cfi_def_cfa_offset FRAME_SIZE
 	std	%r0, FRAME_LR(%r1)
 	.cfi_offset lr, FRAME_LR - FRAME_SIZE
-	std	%r2, FRAME_TOC(%r1)
-	bcl	20, 31, .+4		/* LR = 1f; this form leaves the return stack alone */
-1:	mflr	%r12
-	addis	%r2, %r12, (.TOC. - 1b)@ha
-	addi	%r2, %r2, (.TOC. - 1b)@l
 	.ifnb	\data
-	addis	\data, %r12, (vdso_u_time_data - 1b)@ha
+	bcl	20, 31, .+4		/* LR = 1f; this form leaves the return stack alone */
+1:	mflr	\data
+	addis	\data, \data, (vdso_u_time_data - 1b)@ha
 	addi	\data, \data, (vdso_u_time_data - 1b)@l
 	.endif
 	bl	\cfunc
-	ld	%r2, FRAME_TOC(%r1)
 	ld	%r0, FRAME_LR(%r1)
 	addi	%r1, %r1, FRAME_SIZE
 	.cfi_def_cfa_offset 0

@@ -4,7 +4,32 @@
  * instruction fetch.  Writes the d-cache blocks back, then invalidates the
  * i-cache blocks; block sizes come from the arch data page.  Returns 0.
  * A leaf: LR waits in r12 across the bcl.
+ *
+ * CPUs whose i-cache snoops the d-cache need no block walk, and the image
+ * says so as Linux's own does: with a CPU-feature section.  Its first
+ * instruction branches to the short path at 6:, and an entry in
+ * __ftr_fixup (placed by lds-text.lds.j2) asks the kernel, which applies
+ * the image's fixups when it sets the vDSO up (do_feature_fixups() on the
+ * image's __ftr_fixup), to keep that branch only where cpu_features has
+ * CPU_FTR_COHERENT_ICACHE and to make it a nop (the empty alternative)
+ * elsewhere.  The image as linked thus takes the short path; the harness
+ * applies the entry as the kernel would (harness-patch.h.j2).
  */
+/*
+ * CPU_FTR_COHERENT_ICACHE: bit 0 of cpu_features, among "the features
+ * that we have on both 32-bit and 64-bit chips" in Linux's
+ * arch/powerpc/include/asm/cputable.h (ASM_CONST(0x00000001), the same in
+ * 6.1's and 6.17's images' __ftr_fixup).  The 0x0000020000000000 of
+ * include/asm-ppc64/cputable.h is pre-2.6.15 ppc64 only, from before the
+ * vDSO had feature sections.
+ */
+#define CPU_FTR_COHERENT_ICACHE	0x1
+/*
+ * struct fixup_entry: unsigned long mask and value, then four longs, the
+ * body's start and end and the alternative's start and end, each relative
+ * to the entry itself; unsigned long is 64-bit here.
+ */
+#define FTR_LONG	.8byte
 	.hidden	vdso_u_arch_data
 
 	.text
@@ -12,6 +37,22 @@
 	.type	__kernel_sync_dicache, @function
 __kernel_sync_dicache:
 	.cfi_startproc
+70:	b	6f			/* feature section: kept on a coherent i-cache */
+71:
+	.pushsection __ftr_alt_70, "ax"	/* its alternative: none, so a nop */
+	.p2align 2
+72:
+73:
+	.popsection
+	.pushsection __ftr_fixup, "a"
+	.p2align 3
+74:	FTR_LONG	CPU_FTR_COHERENT_ICACHE	/* mask */
+	FTR_LONG	CPU_FTR_COHERENT_ICACHE	/* value: the body stays where (features & mask) == value */
+	FTR_LONG	70b - 74b
+	FTR_LONG	71b - 74b
+	FTR_LONG	72b - 74b
+	FTR_LONG	73b - 74b
+	.popsection
 	mflr	%r12
 	.cfi_register lr, %r12
 	bcl	20, 31, .+4		/* LR = 1f; this form leaves the return stack alone */
@@ -49,6 +90,17 @@ __kernel_sync_dicache:
 	add	%r6, %r6, %r7
 	bdnz	4b
 5:	isync				/* discard prefetched instructions */
+	li	%r3, 0
+	crclr	so
+	blr
+	/*
+	 * A coherent i-cache: order the caller's stores, then one icbi, at
+	 * any mapped address (the stack's), flushes the fetch buffers of
+	 * what they prefetched, and isync the pipeline (Linux's sequence).
+	 */
+6:	sync
+	icbi	0, %r1
+	isync
 	li	%r3, 0
 	crclr	so
 	blr

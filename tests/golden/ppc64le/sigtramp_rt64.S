@@ -5,19 +5,117 @@
  * returns to __kernel_sigtramp_rt64, which pops that frame and makes the
  * rt_sigreturn syscall.
  *
- * libgcc and gdb recognise the signal frame by the three instructions
- * that follow the bctrl, so they must not change; there is deliberately no
- * CFI.
+ * libgcc and gdb also recognise the signal frame by the three instructions
+ * that follow the bctrl, so they must not change.
  */
 	.text
+	.balign	8
+.Lstart:
 __kernel_start_sigtramp_rt64:
 	bctrl				/* call the handler */
 	.globl	__kernel_sigtramp_rt64
 	.type	__kernel_sigtramp_rt64, @function
 __kernel_sigtramp_rt64:
 	addi	%r1, %r1, 128
+.Lpopped:
 	li	%r0, 172			/* __NR_rt_sigreturn */
 	sc
+.Lend:
 	.size	__kernel_sigtramp_rt64, . - __kernel_sigtramp_rt64
+	/*
+	 * Linux follows the sc with these words: an empty traceback table
+	 * whose last doubleword, -21 * 8, is where unwinders from before the
+	 * CFI look for the saved registers.  Kept as they are.
+	 */
+	.long	0, 0, 0
+	.quad	0, -21 * 8
+
+/*
+ * r1 is 128 bytes below the rt_sigframe, which starts with the ucontext;
+ * its uc_mcontext (a sigcontext, 168 bytes in) holds the regs pointer 56
+ * bytes in.
+ */
+/*
+ * The trampoline's CFI, for unwinders that step from a handler back into
+ * the interrupted code: a signal frame ('S'), whose CFA is the interrupted
+ * r1 and whose every register comes from the pt_regs the kernel saved.
+ * The frame holds a pointer to them 352 bytes above r1; the return
+ * address column is 67, not LR, so the interrupted pc (nip) and LR both
+ * come back.  DWARF numbers: 0-31 the GPRs, 65 lr, 66 ctr, 67 the return
+ * address, 68-75 cr0-cr7 (each the whole CR word), 76 xer.
+ */
+#define PT_NIP		32
+#define PT_CTR		35
+#define PT_LNK		36
+#define PT_XER		37
+#define PT_CCR		38
+
+/*
+ * Register regno was saved in pt_regs slot `slot` (+ `byte` within it);
+ * the pointer to the pt_regs is at r1 + at.
+ */
+	.macro	saved_in_ptregs at, regno, slot, byte=0
+	.byte	0x10			/* DW_CFA_expression */
+	.uleb128 \regno
+	.uleb128 2f - 1f
+1:	.byte	0x71			/* DW_OP_breg1: r1 + */
+	.sleb128 \at
+	.byte	0x06			/* DW_OP_deref: the pt_regs pointer */
+	.byte	0x23			/* DW_OP_plus_uconst */
+	.uleb128 \slot * 8 + \byte
+2:
+	.endm
+
+/* The CFA (the saved r1) and every register, with the pt_regs pointer at r1 + at. */
+	.macro	frame_rules at
+	.byte	0x0f			/* DW_CFA_def_cfa_expression: the saved r1 */
+	.uleb128 2f - 1f
+1:	.byte	0x71			/* DW_OP_breg1 */
+	.sleb128 \at
+	.byte	0x06			/* DW_OP_deref */
+	.byte	0x23			/* DW_OP_plus_uconst: gpr[1] */
+	.uleb128 8
+	.byte	0x06			/* DW_OP_deref */
+2:
+	.irp	r, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
+	saved_in_ptregs \at, \r, \r
+	.endr
+	saved_in_ptregs \at, 65, PT_LNK
+	saved_in_ptregs \at, 66, PT_CTR
+	saved_in_ptregs \at, 67, PT_NIP
+	.irp	f, 68, 69, 70, 71, 72, 73, 74, 75
+	saved_in_ptregs \at, \f, PT_CCR, 0
+	.endr
+	saved_in_ptregs \at, 76, PT_XER, 0
+	.endm
+
+	.section .eh_frame, "a", @progbits
+.Lcie:
+	.long	.Lcie_end - .Lcie_id	/* length */
+.Lcie_id:
+	.long	0			/* CIE */
+	.byte	1			/* version */
+	.string	"zRS"			/* augmentation: FDE pointer encoding, signal frame */
+	.uleb128 4			/* code alignment */
+	.sleb128 -8			/* data alignment */
+	.byte	67			/* return address column */
+	.uleb128 1			/* augmentation data length */
+	.byte	0x1b			/* DW_EH_PE_pcrel | DW_EH_PE_sdata4 */
+	.byte	0x0c, 1, 0		/* DW_CFA_def_cfa: r1 + 0 */
+	.balign	8
+.Lcie_end:
+
+	.long	.Lfde_end - .Lfde_cie	/* length */
+.Lfde_cie:
+	.long	.Lfde_cie - .Lcie	/* CIE pointer */
+	.long	.Lstart - .		/* initial location */
+	.long	.Lend - .Lstart		/* address range */
+	.uleb128 0			/* augmentation data length */
+	frame_rules 352
+	/* Once the trampoline has popped its 128-byte frame, the pointer is that much nearer. */
+	.byte	0x40 + (.Lpopped - .Lstart) / 4	/* DW_CFA_advance_loc */
+	frame_rules 224
+	.balign	8
+.Lfde_end:
 
 	.section .note.GNU-stack, "", %progbits
