@@ -1,0 +1,236 @@
+"""The s390x target: built with clang (linked by GNU ld, as lld writes
+4-byte .hash words) and with the GNU cross toolchain, each image clean under
+`check` and `audit` with 8-byte .hash words; every entry wrapped in a stack
+frame with a cleared back chain; the TOD counter steered as the kernel's
+clocksource steers it; the signal trampolines' CFI proven by unwinding
+through real signal frames under qemu-s390x; and the checks able to fail.
+"""
+
+import dataclasses
+import io
+
+import pytest
+from elftools.dwarf.callframe import CIE, FDE
+from elftools.elf.elffile import ELFFile
+
+from vdsogen.audit.check import build_validator, check_image
+from vdsogen.audit.run import audit_path
+from vdsogen.build.image import build_target
+from vdsogen.build.toolchain import Builder
+from vdsogen.errors import BuildError
+from vdsogen.harness.driver import build_harness
+from vdsogen.spec.model import load_target
+
+from test_harness import build_broken, expected_checks, run_broken
+
+TOOLCHAINS = {"clang": {}, "gnu": {"CROSS_COMPILE": "s390x-linux-gnu-"}}
+SIGNAL_TRAMPOLINES = {"__kernel_sigreturn": 176, "__kernel_rt_sigreturn": 336}   # where the _sigregs are
+PC_COLUMN = 32
+
+# aghi %r15,-168; stg %r14,160(%r15); xc 0(8,%r15),0(%r15)
+ENTRY_PROLOGUE = bytes.fromhex("a7fbff58" "e3e0f0a00024" "d707f000f000")
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    """toolchain -> (target, vdso.so, vdso.so.dbg), built once."""
+    cache = {}
+
+    def get(tc):
+        if tc not in cache:
+            target = load_target("s390x")
+            out = tmp_path_factory.mktemp(f"s390x-{tc}")
+            builder = Builder(target, env=TOOLCHAINS[tc], stream=io.StringIO())
+            so, dbg = build_target(target, out, builder=builder, validate=build_validator)
+            cache[tc] = (target, so, dbg)
+        return cache[tc]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    target = load_target("s390x")
+    return build_harness(target, tmp_path_factory.mktemp("s390x-harness"), Builder(target, stream=io.StringIO()))
+
+
+def elf(path):
+    return ELFFile(open(path, "rb"))
+
+
+def dynsym(path):
+    return {s.name: s for s in elf(path).get_section_by_name(".dynsym").iter_symbols()}
+
+
+@pytest.mark.parametrize("tc", TOOLCHAINS)
+def test_check_is_clean(tc, images):
+    target, so, dbg = images(tc)
+    for path in (so, dbg):
+        findings = check_image(target, path)
+        assert not [f for f in findings if f.severity == "error"], findings
+        # gcc's larger C bodies come first in .text and push the last entry
+        # wrappers onto the second page (S006): only Go's profiler page check cares.
+        assert {f.rule for f in findings} <= ({"S006"} if tc == "gnu" else set()), findings
+
+
+@pytest.mark.parametrize("tc", TOOLCHAINS)
+def test_audit_finds_no_error(tc, images):
+    """Every consumer finds its entries: the DT_HASH-only parser reads the 8-byte words."""
+    _, so, _ = images(tc)
+    report = audit_path(str(so))
+    assert report.detection.abi.name == "s390x"
+    assert not [f for f in report.findings if f.severity == "error"], report.findings
+    assert all(v.verdict == "works" for v in report.consumers), report.consumers
+
+
+@pytest.mark.parametrize("tc", TOOLCHAINS)
+def test_hash_words_are_8_bytes(tc, images):
+    _, so, _ = images(tc)
+    e = elf(so)
+    assert e.get_section_by_name(".hash")["sh_entsize"] == 8
+    assert e.get_section_by_name(".gnu.hash") is not None
+
+
+def test_lld_link_is_refused(tmp_path):
+    """Linked by lld, the .hash words are 4 bytes: the build's validation says so (X004)."""
+    target = load_target("s390x")
+    lld = dataclasses.replace(target, toolchain=dataclasses.replace(target.toolchain, clang_linker="lld"))
+    with pytest.raises(BuildError, match="X004 error .*4-byte .hash words"):
+        build_target(lld, tmp_path, builder=Builder(lld, env={}, stream=io.StringIO()), validate=build_validator)
+
+
+@pytest.mark.parametrize("tc", TOOLCHAINS)
+def test_linux_export_set_and_no_relocation(tc, images):
+    _, so, _ = images(tc)
+    e = elf(so)
+    syms = {n: s for n, s in dynsym(so).items() if s["st_shndx"] != "SHN_UNDEF" and s.name.startswith("__kernel")}
+    assert set(syms) == {"__kernel_gettimeofday", "__kernel_clock_gettime", "__kernel_clock_getres",
+                         "__kernel_getcpu", "__kernel_restart_syscall", "__kernel_sigreturn", "__kernel_rt_sigreturn"}
+    assert all(s["st_info"]["type"] == "STT_FUNC" for s in syms.values())
+    assert not [s.name for s in e.iter_sections() if s["sh_type"] in ("SHT_REL", "SHT_RELA")]
+    loads = [p for p in e.iter_segments() if p["p_type"] == "PT_LOAD"]
+    assert [(p["p_offset"], p["p_flags"]) for p in loads] == [(0, 5)]
+
+
+def code_at(e, addr, n):
+    text = e.get_section_by_name(".text")
+    return text.data()[addr - text["sh_addr"]:addr - text["sh_addr"] + n]
+
+
+@pytest.mark.parametrize("tc", TOOLCHAINS)
+def test_entries_make_a_frame_with_a_cleared_back_chain(tc, images):
+    _, so, _ = images(tc)
+    e = elf(so)
+    for name in ("__kernel_gettimeofday", "__kernel_clock_gettime", "__kernel_clock_getres", "__kernel_getcpu"):
+        assert code_at(e, dynsym(so)[name]["st_value"], len(ENTRY_PROLOGUE)) == ENTRY_PROLOGUE, name
+
+
+def sleb(data):
+    value = shift = 0
+    for i, byte in enumerate(data):
+        value |= (byte & 0x7f) << shift
+        shift += 7
+        if not byte & 0x80:
+            if byte & 0x40:
+                value -= 1 << shift
+            return value, i + 1
+    raise ValueError("unterminated SLEB128")
+
+
+def breg15(expr):
+    assert expr[0] == 0x7f, expr
+    value, n = sleb(bytes(expr[1:]))
+    return value, list(expr[1 + n:])
+
+
+@pytest.mark.parametrize("tc", TOOLCHAINS)
+@pytest.mark.parametrize("name", sorted(SIGNAL_TRAMPOLINES))
+def test_trampoline_cfi(tc, name, images):
+    _, so, _ = images(tc)
+    sym = dynsym(so)[name]
+    start = sym["st_value"]
+    fdes = [e for e in elf(so).get_dwarf_info().EH_CFI_entries() if isinstance(e, FDE)
+            and e.header["initial_location"] <= start - 1 < e.header["initial_location"] + e.header["address_range"]]
+    assert len(fdes) == 1, f"no FDE covers {name} - 1"
+    fde = fdes[0]
+    assert isinstance(fde.cie, CIE) and "S" in fde.cie.header["augmentation"].decode()
+    assert fde.cie.header["return_address_register"] == PC_COLUMN
+    sregs = SIGNAL_TRAMPOLINES[name]
+    cfa = [i for i in fde.instructions if i.opcode == 0x0f]
+    regs = {i.args[0]: breg15(i.args[1]) for i in fde.instructions if i.opcode == 0x10}
+    # CFA = gprs[15] + 160; psw.addr and gprs[0..15] from the _sigregs.
+    assert len(cfa) == 1 and breg15(cfa[0].args[0]) == (sregs + 16 + 120, [0x06, 0x23, 0xa0, 0x01]), cfa
+    assert regs == {PC_COLUMN: (sregs + 8, []), **{n: (sregs + 16 + 8 * n, []) for n in range(16)}}, regs
+
+
+@pytest.mark.parametrize("tc", TOOLCHAINS)
+def test_every_harness_check_passes(tc, images, harness):
+    target, so, _ = images(tc)
+    status, outcome, output = run_broken(target, harness, so)
+    assert not outcome.failed, output
+    assert status == 0, output
+    missing = [c for c in expected_checks(target) if c not in outcome.passed]
+    assert not missing, f"checks not reported: {missing}\n{output}"
+    for name in SIGNAL_TRAMPOLINES:
+        assert f"unwind.{name}" in outcome.passed and f"sigreturn.{name}" in outcome.passed, output
+    for check in ("tod_steering", "restart_syscall", "trampoline.__kernel_restart_syscall"):
+        assert check in outcome.passed, output
+
+
+# --- the checks can fail ---------------------------------------------------
+
+STEER = "now += vd->tod_steering_delta < 0 ? (adj >> 15) : -(adj >> 15);"
+
+BREAKAGES = {
+    # Steering the wrong way.
+    "steer-sign": ({"vdso_arch.h": [(STEER, "now += vd->tod_steering_delta < 0 ? -(adj >> 15) : (adj >> 15);")]},
+                   "tod_steering", "steering slow"),
+    # No steering at all.
+    "no-steering": ({"vdso_arch.h": [(STEER, "(void)adj;")]}, "tod_steering", "steering"),
+    # The restart trampoline makes getpid instead.
+    "restart-nr": ({"restart_syscall.S": [("svc\t7\t", "svc\t20\t")]}, "restart_syscall", "r2 is"),
+    # ... or runs on past its svc.
+    "restart-no-trap": ({"restart_syscall.S": [("\t.short\t0\n", "\tbcr\t0, %r7\n")]}, "restart_syscall",
+                        "not at the word after the svc"),
+    # The rt frame's r15 taken from its r14 slot.
+    "cfa": ({"rt_sigreturn.S": [("0x0f, 7, 0x7f, 0xd8, 0x03", "0x0f, 7, 0x7f, 0xd0, 0x03")]},
+            "unwind.__kernel_rt_sigreturn", "CFA is"),
+    # The plain frame's pc taken from psw.mask.
+    "pc": ({"sigreturn.S": [("0x10, 32, 3, 0x7f, 0xb8, 0x01", "0x10, 32, 3, 0x7f, 0xb0, 0x01")]},
+           "unwind.__kernel_sigreturn", "the unwinder faulted"),
+    # r6 taken from r7's slot in the rt frame: every register is compared with the ucontext.
+    "register": ({"rt_sigreturn.S": [("0x10, 6, 3, 0x7f, 0x90, 0x03", "0x10, 6, 3, 0x7f, 0x98, 0x03")]},
+                 "unwind.__kernel_rt_sigreturn", "DWARF register 6 unwinds to"),
+}
+
+
+@pytest.mark.parametrize("breakage", sorted(BREAKAGES))
+def test_check_catches_breakage(breakage, harness, tmp_path):
+    target = load_target("s390x")
+    edits, check, words = BREAKAGES[breakage]
+    image = build_broken(target, tmp_path / "image", edits)
+    status, outcome, output = run_broken(target, harness, image)
+    assert status == 1, output
+    assert words in outcome.failed.get(check, ""), output
+    assert "clock_gettime.MONOTONIC_COARSE" in outcome.passed, output
+
+
+# --- [harness] checks ------------------------------------------------------
+
+@pytest.mark.parametrize("checks, key, words", [
+    ('["no_such_check"]', "harness.checks[0]", "no fragment arch/s390/harness-check-no_such_check.c.j2"),
+    ('["tod steering"]', "harness.checks[0]", "not a C identifier"),
+    ('["tod_steering", "tod_steering"]', "harness.checks[1]", "checked already"),
+    ('["getcpu"]', "harness.checks[0]", "checked already"),
+])
+def test_harness_checks_are_validated(checks, key, words, tmp_path):
+    from vdsogen import paths
+    from vdsogen.errors import SpecError
+
+    text = (paths.SPECS / "s390x.toml").read_text()
+    old = 'checks = ["tod_steering", "restart_syscall"]'
+    assert old in text
+    (tmp_path / "s390x.toml").write_text(text.replace(old, f"checks = {checks}"))
+    with pytest.raises(SpecError) as e:
+        load_target("s390x", specs=tmp_path)
+    assert e.value.key == key and words in e.value.message, str(e.value)
