@@ -5,4 +5,4 @@ set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 sh "$ROOT/scripts/setup.sh"
 cd "$ROOT"
-exec "$ROOT/.venv/bin/python" -m pytest -q "$@"
+exec "$ROOT/.venv/bin/python" -m pytest -q -n "${JOBS:-$(nproc)}" "$@"
