@@ -35,6 +35,25 @@ def built(tmp_path_factory):
     return get
 
 
+@pytest.fixture(scope="session")
+def built_with(tmp_path_factory):
+    """built_with(name, env) -> (target, vdso.so, vdso.so.dbg), built with the
+    toolchain the environment selects (CROSS_COMPILE=, LLVM=), once per session."""
+    cache = {}
+
+    def get(name, env):
+        key = (name, tuple(sorted(env.items())))
+        if key not in cache:
+            target = load_target(name)
+            out = tmp_path_factory.mktemp(f"img-{name}")
+            so, dbg = build_target(target, out, builder=Builder(target, env=env, stream=io.StringIO()),
+                                   validate=build_validator)
+            cache[key] = (target, so, dbg)
+        return cache[key]
+
+    return get
+
+
 @pytest.fixture
 def project_copy(tmp_path):
     """A private copy of specs/, arch/ and templates/ to break, used through VDSOGEN_ROOT."""

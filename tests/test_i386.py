@@ -32,21 +32,10 @@ SIGCONTEXT_AT = {"__kernel_sigreturn": 4, "__kernel_rt_sigreturn": 160}
 SC_ESP, SC_EIP = 28, 56
 
 
-@pytest.fixture(scope="module")
-def images(tmp_path_factory):
+@pytest.fixture
+def images(built_with):
     """toolchain -> (target, vdso.so, vdso.so.dbg), built once."""
-    cache = {}
-
-    def get(tc):
-        if tc not in cache:
-            target = load_target("i386")
-            out = tmp_path_factory.mktemp(f"i386-{tc}")
-            builder = Builder(target, env=TOOLCHAINS[tc], stream=io.StringIO())
-            so, dbg = build_target(target, out, builder=builder, validate=build_validator)
-            cache[tc] = (target, so, dbg)
-        return cache[tc]
-
-    return get
+    return lambda tc: built_with("i386", TOOLCHAINS[tc])
 
 
 @pytest.fixture(scope="module")
@@ -275,8 +264,8 @@ def test_y2038_check_catches_a_truncating_time64(harness, tmp_path):
     """A clock_gettime64 that goes through the native timespec fails past 2038."""
     target = load_target("i386")
     image = build_broken(target, tmp_path / "image", {"vdso_core.h": [
-        ("\tif (vdso_clock_read(vd, clock, ts) == VDSO_OK)\n\t\treturn 0;",
-         "\tif (vdso_clock_read(vd, clock, ts) == VDSO_OK) {\n\t\tts->tv_sec = (long)ts->tv_sec;\n"
+        ("\tif (likely(r == VDSO_OK))\n\t\treturn 0;",
+         "\tif (likely(r == VDSO_OK)) {\n\t\tts->tv_sec = (long)ts->tv_sec;\n"
          "\t\treturn 0;\n\t}")]})
     status, outcome, output = run_broken(target, harness, image)
     assert status == 1, output

@@ -12,9 +12,8 @@ import pytest
 from elftools.dwarf.callframe import CIE, FDE, instruction_name
 from elftools.elf.elffile import ELFFile
 
-from vdsogen.audit.check import build_validator, check_image
+from vdsogen.audit.check import check_image
 from vdsogen.audit.run import audit_path
-from vdsogen.build.image import build_target
 from vdsogen.build.toolchain import Builder
 from vdsogen.harness.driver import build_harness
 from vdsogen.spec.model import load_target
@@ -30,21 +29,10 @@ REGS = 128 + 176
 PC_COLUMN = 64
 
 
-@pytest.fixture(scope="module")
-def images(tmp_path_factory):
+@pytest.fixture
+def images(built_with):
     """toolchain -> (target, vdso.so, vdso.so.dbg), built once."""
-    cache = {}
-
-    def get(tc):
-        if tc not in cache:
-            target = load_target("riscv64")
-            out = tmp_path_factory.mktemp(f"riscv64-{tc}")
-            builder = Builder(target, env=TOOLCHAINS[tc], stream=io.StringIO())
-            so, dbg = build_target(target, out, builder=builder, validate=build_validator)
-            cache[tc] = (target, so, dbg)
-        return cache[tc]
-
-    return get
+    return lambda tc: built_with("riscv64", TOOLCHAINS[tc])
 
 
 @pytest.fixture(scope="module")

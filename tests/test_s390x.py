@@ -31,21 +31,10 @@ PC_COLUMN = 32
 ENTRY_PROLOGUE = bytes.fromhex("a7fbff58" "e3e0f0a00024" "d707f000f000")
 
 
-@pytest.fixture(scope="module")
-def images(tmp_path_factory):
+@pytest.fixture
+def images(built_with):
     """toolchain -> (target, vdso.so, vdso.so.dbg), built once."""
-    cache = {}
-
-    def get(tc):
-        if tc not in cache:
-            target = load_target("s390x")
-            out = tmp_path_factory.mktemp(f"s390x-{tc}")
-            builder = Builder(target, env=TOOLCHAINS[tc], stream=io.StringIO())
-            so, dbg = build_target(target, out, builder=builder, validate=build_validator)
-            cache[tc] = (target, so, dbg)
-        return cache[tc]
-
-    return get
+    return lambda tc: built_with("s390x", TOOLCHAINS[tc])
 
 
 @pytest.fixture(scope="module")
