@@ -34,9 +34,13 @@ def _targets(text):
 def cmd_list(args):
     from vdsogen.spec.model import list_targets
 
+    rows = []
     for name in list_targets(args.specs):
         t = load_target(name, args.specs)
-        print(f"{name:<10} {t.soname:<18} {', '.join(t.versions):<14} {t.description}")
+        rows.append((name, t.soname, ", ".join(t.versions), t.description))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)] if rows else []
+    for r in rows:
+        print("  ".join(f"{c:<{w}}" for c, w in zip(r, widths)), r[3])
     return 0
 
 
@@ -50,7 +54,8 @@ def cmd_build(args):
     # Targets whose inputs did not change are left alone (nothing written);
     # the others are all loaded and rendered before anything is written.
     return build_images(args.arch, args.out, specs=args.specs, emit=args.emit, emit_name=args.emit_name,
-                        kconfig=args.kconfig, depfile_path=args.depfile, validate=validate)
+                        kconfig=args.kconfig, depfile_path=args.depfile, validate=validate,
+                        test_counter=args.test_counter)
 
 
 def cmd_check(args):
@@ -100,6 +105,13 @@ def cmd_test(args):
     from vdsogen.harness.driver import run_tests
 
     return run_tests(load_target(args.arch, args.specs), args.image, workdir=args.workdir, bench=args.bench)
+
+
+def cmd_run(args):
+    from vdsogen.run import run
+
+    program = args.program[1:] if args.program[:1] == ["--"] else args.program
+    return run(load_target(args.arch, args.specs), program, image=args.image, syscall_counts=args.syscall_counts)
 
 
 def cmd_bench(args):
@@ -175,6 +187,9 @@ def parser():
     s.add_argument("--kconfig", metavar="FILE",
                    help="a kernel .config: the tick (CONFIG_HZ) and page size come from it, and the "
                         "spec's layout is checked against it")
+    s.add_argument("--test-counter", action="store_true",
+                   help="build the test variant: its counter read loads a value the test harness injects "
+                        "(for ABIs whose counter qemu-user cannot read); `check` shows it as a test build")
     s.set_defaults(func=cmd_build)
 
     s = sub.add_parser("check", help="validate an image against its target spec")
@@ -233,6 +248,22 @@ def parser():
                         "those under $VDSOGEN_BENCH_REFERENCES, or /var/tmp/vdso-cache)")
     _specs_option(s)
     s.set_defaults(func=cmd_bench)
+
+    s = sub.add_parser("run", help="run a program with an image as its vDSO",
+                       description="Run PROGRAM so that it, and every process it forks or execs, has the "
+                                   "image as its vDSO (AT_SYSINFO_EHDR); natively the image sits on the "
+                                   "running kernel's data pages, whose layout must be the target's.  "
+                                   "PROGRAM `vdsogen-probe` is vdsogen's probe, built for the target.  "
+                                   "The exit status is the program's (128+N when signal N killed it).")
+    s.add_argument("--arch", required=True, metavar="T")
+    s.add_argument("--image", metavar="FILE", help="image to use (default: build one); it must pass check, and be "
+                   "a `build --test-counter` image where qemu-user cannot read the counter")
+    s.add_argument("--syscall-counts", metavar="FILE",
+                   help="count the clock syscalls the program's processes make (a seccomp filter natively, "
+                        "qemu's syscall log under qemu-user) and write them to FILE, one NAME CLOCK COUNT a line")
+    _specs_option(s)
+    s.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARG...]")
+    s.set_defaults(func=cmd_run)
     return p
 
 

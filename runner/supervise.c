@@ -1,0 +1,532 @@
+// SPDX-License-Identifier: MIT
+/*
+ * supervise: run a program so that every process of it (and of whatever it
+ * forks and execs) sees a given vDSO image in place of the kernel's.
+ *
+ *   supervise [--counts FILE] [--sysinfo OFFSET] IMAGE DATA_BYTES PROGRAM [ARG...]
+ *
+ * The program runs under ptrace with fork, vfork, clone and exec events.  At
+ * each exec stop, before the new program runs one instruction, the kernel's
+ * [vdso] mapping is replaced: an anonymous mapping of the image's size is
+ * placed at the same address (so AT_SYSINFO_EHDR stays right and the kernel's
+ * data pages stay directly below it), by a mmap the tracee is made to issue
+ * itself (a syscall instruction written over its next instruction, with an
+ * int3 behind it, then both put back), and the image is written into it
+ * through /proc/PID/mem.  Whatever the kernel's vDSO occupied beyond the image
+ * is unmapped; an image larger than the kernel's vDSO needs the pages after it
+ * free.  DATA_BYTES is the size of the data pages the image expects below it:
+ * the kernel's own ([vvar] and [vvar_vclock]) must add up to it, else the
+ * process is refused.
+ *
+ * Only processes of the image's ABI (its ELF class and machine) get it;
+ * others keep the kernel's vDSO.  With --counts, a seccomp filter sends the
+ * clock syscalls (clock_gettime, gettimeofday, time, clock_getres and their
+ * time64 forms) to this tracer, which counts them by name and clock id and
+ * writes the counts to FILE at the end.  --sysinfo gives the offset of the
+ * image's __kernel_vsyscall, which i386 processes get as AT_SYSINFO.
+ *
+ * The exit status is the program's; one killed by signal N gives 128+N, with
+ * one line on standard error, as a shell reports it.
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PAGE 4096UL
+#define X32_BIT 0x40000000UL
+
+static const char *prog = "vdsogen run";
+
+/* The image as it is laid out in memory, from its PT_LOAD segments. */
+static unsigned char *image;
+static size_t image_size;		/* page-rounded */
+static int image_class, image_machine;
+static size_t data_bytes;
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(125);
+}
+
+/* A process that cannot have the image does not run on without it. */
+#define refuse(pid, ...)	do { kill((pid), SIGKILL); die(__VA_ARGS__); } while (0)
+
+static void load_image(const char *path)
+{
+	unsigned char *file;
+	struct stat st;
+	size_t i, n, end = 0;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || fstat(fd, &st) != 0)
+		die("%s: %s", path, strerror(errno));
+	file = malloc(st.st_size + 1);
+	if (!file || read(fd, file, st.st_size) != st.st_size)
+		die("%s: cannot read", path);
+	close(fd);
+	if ((size_t)st.st_size < sizeof(Elf32_Ehdr) || memcmp(file, ELFMAG, SELFMAG) != 0)
+		die("%s: not an ELF image", path);
+	image_class = file[EI_CLASS];
+
+	/* Pass 1 sizes the span of the PT_LOADs, pass 2 copies them. */
+	for (int pass = 0; pass < 2; pass++) {
+		if (image_class == ELFCLASS64) {
+			const Elf64_Ehdr *eh = (const void *)file;
+			image_machine = eh->e_machine;
+			n = eh->e_phnum;
+			for (i = 0; i < n; i++) {
+				const Elf64_Phdr *ph = (const void *)(file + eh->e_phoff + i * eh->e_phentsize);
+				if (ph->p_type != PT_LOAD)
+					continue;
+				if (ph->p_offset + ph->p_filesz > (size_t)st.st_size)
+					die("%s: a PT_LOAD runs past the end of the file", path);
+				if (pass)
+					memcpy(image + ph->p_vaddr, file + ph->p_offset, ph->p_filesz);
+				else if (ph->p_vaddr + ph->p_memsz > end)
+					end = ph->p_vaddr + ph->p_memsz;
+			}
+		} else {
+			const Elf32_Ehdr *eh = (const void *)file;
+			image_machine = eh->e_machine;
+			n = eh->e_phnum;
+			for (i = 0; i < n; i++) {
+				const Elf32_Phdr *ph = (const void *)(file + eh->e_phoff + i * eh->e_phentsize);
+				if (ph->p_type != PT_LOAD)
+					continue;
+				if (ph->p_offset + ph->p_filesz > (size_t)st.st_size)
+					die("%s: a PT_LOAD runs past the end of the file", path);
+				if (pass)
+					memcpy(image + ph->p_vaddr, file + ph->p_offset, ph->p_filesz);
+				else if (ph->p_vaddr + ph->p_memsz > end)
+					end = ph->p_vaddr + ph->p_memsz;
+			}
+		}
+		if (!pass) {
+			if (!end || end > (64UL << 20))
+				die("%s: no usable PT_LOAD segments", path);
+			image_size = (end + PAGE - 1) & ~(PAGE - 1);
+			image = calloc(1, image_size);
+		}
+	}
+	free(file);
+}
+
+/* ---- tracees ---------------------------------------------------------- */
+
+enum abi { ABI_OTHER, ABI_64, ABI_X32, ABI_I386 };
+
+/* The ABI of the program PID now runs, from its ELF header. */
+static enum abi tracee_abi(pid_t pid, int *class, int *machine)
+{
+	char path[64];
+	unsigned char eh[EI_NIDENT + 4];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return ABI_OTHER;
+	if (read(fd, eh, sizeof(eh)) != sizeof(eh)) {
+		close(fd);
+		return ABI_OTHER;
+	}
+	close(fd);
+	*class = eh[EI_CLASS];
+	*machine = eh[EI_NIDENT + 2] | eh[EI_NIDENT + 3] << 8;	/* e_machine, little-endian */
+	if (*machine == EM_X86_64)
+		return *class == ELFCLASS64 ? ABI_64 : ABI_X32;
+	return *machine == EM_386 ? ABI_I386 : ABI_OTHER;
+}
+
+/* The [vdso] of PID, and the start of the kernel's data mappings directly below it. */
+static int find_vdso(pid_t pid, unsigned long *lo, unsigned long *hi, unsigned long *data_lo,
+		     unsigned long *next)
+{
+	char path[64], line[512];
+	unsigned long a, b, prev_hi = 0, run_lo = 0;
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	*next = ~0UL;
+	while (fgets(line, sizeof(line), f)) {
+		char *name = strchr(line, '[');
+
+		if (sscanf(line, "%lx-%lx", &a, &b) != 2)
+			continue;
+		if (found) {
+			*next = a;
+			break;
+		}
+		if (run_lo && prev_hi != a)
+			run_lo = 0;
+		/* A run of adjacent [vvar...] mappings ends at [vdso]. */
+		if (name && strncmp(name, "[vvar", 5) == 0) {
+			if (!run_lo)
+				run_lo = a;
+		} else if (name && strncmp(name, "[vdso]", 6) == 0) {
+			*lo = a;
+			*hi = b;
+			*data_lo = run_lo ? run_lo : a;
+			found = 1;
+		} else {
+			run_lo = 0;
+		}
+		prev_hi = b;
+	}
+	fclose(f);
+	return found ? 0 : -1;
+}
+
+static int mem_io(pid_t pid, int write, unsigned long addr, void *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	fd = open(path, write ? O_RDWR : O_RDONLY);
+	if (fd < 0)
+		return -1;
+	n = write ? pwrite(fd, buf, len, addr) : pread(fd, buf, len, addr);
+	close(fd);
+	return n == (ssize_t)len ? 0 : -1;
+}
+
+/*
+ * Make the stopped tracee issue one syscall at its instruction pointer:
+ * `mov $nr, %eax; syscall` (`int $0x80` for i386) and an int3, which stops
+ * it again.  The number is in the code because at an exec stop the kernel
+ * has yet to store execve's result in rax.  The caller puts the tracee's code
+ * and registers back.
+ */
+#define PATCH 8
+
+static long inject(pid_t pid, enum abi abi, const struct user_regs_struct *saved, long nr,
+		   unsigned long a0, unsigned long a1, unsigned long a2, unsigned long a3,
+		   unsigned long a4, unsigned long a5)
+{
+	unsigned char code[PATCH] = { 0xb8, nr, nr >> 8, nr >> 16, nr >> 24, 0x0f, 0x05, 0xcc };
+	struct user_regs_struct r = *saved;
+	int status;
+
+	if (abi == ABI_I386) {
+		code[5] = 0xcd;
+		code[6] = 0x80;
+	}
+	if (mem_io(pid, 1, saved->rip, code, PATCH) != 0)
+		return -EFAULT;
+	r.orig_rax = -1;	/* not in a syscall: nothing to restart */
+	if (abi == ABI_I386) {
+		r.rbx = a0; r.rcx = a1; r.rdx = a2; r.rsi = a3; r.rdi = a4; r.rbp = a5;
+	} else {
+		r.rdi = a0; r.rsi = a1; r.rdx = a2; r.r10 = a3; r.r8 = a4; r.r9 = a5;
+	}
+	if (ptrace(PTRACE_SETREGS, pid, 0, &r) != 0 || ptrace(PTRACE_CONT, pid, 0, 0) != 0)
+		return -ESRCH;
+	for (;;) {
+		if (waitpid(pid, &status, __WALL) != pid || !WIFSTOPPED(status))
+			return -ESRCH;
+		if (WSTOPSIG(status) == SIGTRAP && !(status >> 16))
+			break;
+		/* Nothing else should stop it here (no signal handler runs before the program). */
+		if (ptrace(PTRACE_CONT, pid, 0, 0) != 0)
+			return -ESRCH;
+	}
+	if (ptrace(PTRACE_GETREGS, pid, 0, &r) != 0)
+		return -ESRCH;
+	if (abi == ABI_I386)	/* eax: an address, or -errno */
+		return (unsigned int)r.rax >= -4095U ? (long)(int)r.rax : (long)(unsigned int)r.rax;
+	return (long)r.rax;
+}
+
+/*
+ * i386 programs make syscalls through the address in AT_SYSINFO, the
+ * kernel's __kernel_vsyscall: point it at the image's.  The auxiliary vector
+ * follows argc, argv[] and envp[] (each ending in a null) on the stack.
+ */
+static unsigned long sysinfo_offset;
+
+static int set_sysinfo(pid_t pid, unsigned long sp, unsigned long value)
+{
+	uint32_t w[2];
+	unsigned long addr = sp + 4;	/* past argc */
+	int nulls = 0;
+
+	while (nulls < 2) {
+		if (mem_io(pid, 0, addr, w, 4) != 0)
+			return -1;
+		addr += 4;
+		nulls += !w[0];
+	}
+	for (;; addr += 8) {
+		if (mem_io(pid, 0, addr, w, 8) != 0 || w[0] == AT_NULL)
+			return -1;
+		if (w[0] == AT_SYSINFO) {
+			w[1] = value;
+			return mem_io(pid, 1, addr, w, 8);
+		}
+	}
+}
+
+static void substitute(pid_t pid)
+{
+	struct user_regs_struct saved;
+	unsigned long lo = 0, hi = 0, data_lo = 0, next, end;
+	unsigned char code[PATCH];
+	int class, machine;
+	enum abi abi = tracee_abi(pid, &class, &machine);
+	long mmap_nr, munmap_nr, rc;
+
+	if (abi == ABI_OTHER || class != image_class || machine != image_machine)
+		return;		/* another ABI: it keeps the kernel's vDSO */
+	if (find_vdso(pid, &lo, &hi, &data_lo, &next) != 0)
+		return;		/* no vDSO at all (vdso=0): nothing to replace */
+	if (lo - data_lo != data_bytes)
+		refuse(pid, "process %d: the kernel's data pages below its vDSO take %lu bytes, the image expects %zu",
+		       pid, lo - data_lo, data_bytes);
+	end = lo + image_size;
+	if (end > hi && end > next)
+		refuse(pid, "process %d: the image (%zu bytes) does not fit where the kernel's vDSO (%lu bytes) is: "
+		    "the next mapping starts at 0x%lx", pid, image_size, hi - lo, next);
+
+	if (ptrace(PTRACE_GETREGS, pid, 0, &saved) != 0 || mem_io(pid, 0, saved.rip, code, PATCH) != 0)
+		refuse(pid, "process %d: cannot read its registers or code", pid);
+	switch (abi) {
+	case ABI_I386:
+		mmap_nr = 192;		/* mmap2: the offset in pages */
+		munmap_nr = 91;
+		break;
+	case ABI_X32:
+		mmap_nr = SYS_mmap | X32_BIT;
+		munmap_nr = SYS_munmap | X32_BIT;
+		break;
+	default:
+		mmap_nr = SYS_mmap;
+		munmap_nr = SYS_munmap;
+	}
+	/* The kernel's vDSO goes as a whole (a special mapping cannot be split), then its excess. */
+	rc = inject(pid, abi, &saved, mmap_nr, lo, end > hi ? end - lo : hi - lo, PROT_READ | PROT_EXEC,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1UL, 0);
+	if (rc != (long)lo)
+		refuse(pid, "process %d: mapping the image at 0x%lx failed (%ld)", pid, lo, rc);
+	if (hi > end) {
+		rc = inject(pid, abi, &saved, munmap_nr, end, hi - end, 0, 0, 0, 0);
+		if (rc != 0)
+			refuse(pid, "process %d: unmapping the rest of the kernel's vDSO failed (%ld)", pid, rc);
+	}
+	if (mem_io(pid, 1, lo, image, image_size) != 0)
+		refuse(pid, "process %d: writing the image failed: %s", pid, strerror(errno));
+	if (abi == ABI_I386 && sysinfo_offset && set_sysinfo(pid, saved.rsp, lo + sysinfo_offset) != 0)
+		refuse(pid, "process %d: cannot find AT_SYSINFO on its stack", pid);
+	if (mem_io(pid, 1, saved.rip, code, PATCH) != 0 || ptrace(PTRACE_SETREGS, pid, 0, &saved) != 0)
+		refuse(pid, "process %d: cannot restore its code and registers", pid);
+}
+
+/* ---- the clock-syscall counter ----------------------------------------- */
+
+enum { C_GETTIME, C_GETTIMEOFDAY, C_TIME, C_GETRES, C_N };
+static const char *const counter_names[C_N] = { "clock_gettime", "gettimeofday", "time", "clock_getres" };
+#define NCLOCKS 24
+static unsigned long counts[C_N][NCLOCKS + 1];	/* [NCLOCKS]: other clock ids */
+
+#define NR(nr, what) \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE | (what))
+
+static void install_counter(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 18),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		NR(228, C_GETTIME), NR(96, C_GETTIMEOFDAY), NR(201, C_TIME), NR(229, C_GETRES),
+		NR(228 | X32_BIT, C_GETTIME), NR(96 | X32_BIT, C_GETTIMEOFDAY), NR(201 | X32_BIT, C_TIME),
+		NR(229 | X32_BIT, C_GETRES),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		/* i386: clock_gettime, clock_gettime64, gettimeofday, time, clock_getres, clock_getres_time64 */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_I386, 0, 13),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		NR(265, C_GETTIME), NR(403, C_GETTIME), NR(78, C_GETTIMEOFDAY), NR(13, C_TIME),
+		NR(266, C_GETRES), NR(406, C_GETRES),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog fp = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp) != 0) {
+		fprintf(stderr, "%s: cannot install the syscall counter: %s\n", prog, strerror(errno));
+		_exit(125);
+	}
+}
+
+static void count(pid_t pid)
+{
+	struct user_regs_struct r;
+	unsigned long what, clk;
+	int class, machine;
+
+	if (ptrace(PTRACE_GETEVENTMSG, pid, 0, &what) != 0 || what >= C_N ||
+	    ptrace(PTRACE_GETREGS, pid, 0, &r) != 0)
+		return;
+	clk = tracee_abi(pid, &class, &machine) == ABI_I386 ? (unsigned int)r.rbx : r.rdi;
+	counts[what][clk < NCLOCKS ? clk : NCLOCKS]++;
+}
+
+static void write_counts(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		die("%s: %s", path, strerror(errno));
+	for (int c = 0; c < C_N; c++)
+		for (int k = 0; k <= NCLOCKS; k++) {
+			if (!counts[c][k])
+				continue;
+			if ((c == C_GETTIME || c == C_GETRES) && k < NCLOCKS)
+				fprintf(f, "%s %d %lu\n", counter_names[c], k, counts[c][k]);
+			else if (c == C_GETTIME || c == C_GETRES)
+				fprintf(f, "%s other %lu\n", counter_names[c], counts[c][k]);
+			else
+				fprintf(f, "%s - %lu\n", counter_names[c], counts[c][k]);
+		}
+	if (fclose(f) != 0)
+		die("%s: %s", path, strerror(errno));
+}
+
+/* ---- the tracer loop ---------------------------------------------------- */
+
+/* Tracees seen so far; a new one's first SIGSTOP is ptrace's, not a signal for it. */
+#define MAXPIDS 4096
+static pid_t known[MAXPIDS];
+static int nknown;
+
+static int seen(pid_t pid)
+{
+	for (int i = 0; i < nknown; i++)
+		if (known[i] == pid)
+			return 1;
+	if (nknown < MAXPIDS)
+		known[nknown++] = pid;
+	return 0;
+}
+
+static void forget(pid_t pid)
+{
+	for (int i = 0; i < nknown; i++)
+		if (known[i] == pid) {
+			known[i] = known[--nknown];
+			return;
+		}
+}
+
+int main(int argc, char **argv)
+{
+	const char *counts_path = NULL;
+	int status;
+	pid_t child, pid;
+
+	while (argc > 2 && strncmp(argv[1], "--", 2) == 0) {
+		if (strcmp(argv[1], "--counts") == 0)
+			counts_path = argv[2];
+		else if (strcmp(argv[1], "--sysinfo") == 0)
+			sysinfo_offset = strtoul(argv[2], NULL, 0);
+		else
+			break;
+		argv += 2;
+		argc -= 2;
+	}
+	if (argc < 4) {
+		fprintf(stderr, "usage: supervise [--counts FILE] [--sysinfo OFFSET] IMAGE DATA_BYTES PROGRAM [ARG...]\n");
+		return 125;
+	}
+	load_image(argv[1]);
+	data_bytes = strtoul(argv[2], NULL, 0);
+
+	child = fork();
+	if (child < 0)
+		die("fork: %s", strerror(errno));
+	if (child == 0) {
+		if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0) {
+			fprintf(stderr, "%s: ptrace: %s\n", prog, strerror(errno));
+			_exit(125);
+		}
+		raise(SIGSTOP);
+		if (counts_path)
+			install_counter();
+		execvp(argv[3], argv + 3);
+		fprintf(stderr, "%s: %s: %s\n", prog, argv[3], strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);	/* as a shell says it */
+	}
+	if (waitpid(child, &status, 0) != child || !WIFSTOPPED(status))
+		die("the program did not start");
+	seen(child);
+	if (ptrace(PTRACE_SETOPTIONS, child, 0,
+		   PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE |
+		   PTRACE_O_TRACESECCOMP) != 0)
+		die("ptrace: %s", strerror(errno));
+	ptrace(PTRACE_CONT, child, 0, 0);
+
+	for (;;) {
+		int sig = 0, event;
+
+		pid = waitpid(-1, &status, __WALL);
+		if (pid < 0) {
+			if (errno == EINTR)
+				continue;
+			die("lost the program: %s", strerror(errno));
+		}
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			forget(pid);
+			if (pid != child)
+				continue;
+			if (counts_path)
+				write_counts(counts_path);
+			if (WIFEXITED(status))
+				return WEXITSTATUS(status);
+			sig = WTERMSIG(status);
+			fprintf(stderr, "%s: %s: killed by SIG%s (%s)\n", prog, argv[3],
+				sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", strsignal(sig));
+			return 128 + WTERMSIG(status);
+		}
+		if (!WIFSTOPPED(status))
+			continue;
+		event = status >> 16;
+		if (event == PTRACE_EVENT_EXEC)
+			substitute(pid);
+		else if (event == PTRACE_EVENT_SECCOMP)
+			count(pid);
+		else if (event == 0 && !(WSTOPSIG(status) == SIGSTOP && !seen(pid)))
+			sig = WSTOPSIG(status);	/* a signal for the tracee: deliver it */
+		ptrace(PTRACE_CONT, pid, 0, sig);
+	}
+}

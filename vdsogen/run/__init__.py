@@ -1,0 +1,228 @@
+"""`vdsogen run`: run a program with a generated vDSO image in place of the kernel's.
+
+Natively (x86_64, i386, x32 on an x86-64 host) the supervisor
+(runner/supervise.c, built with the host compiler and cached) runs the
+program under ptrace and, at every exec of it and of its descendants,
+replaces the kernel's [vdso] mapping with the image at the same address,
+directly above the kernel's own data pages; so first the running kernel's
+data pages are checked against the target's layout (live.py).  The
+supervisor replaces this process, so the exit status is the program's
+(128+N when signal N killed it).  Targets qemu-user runs get a guest loader
+instead (foreign.py), on the target's test build where qemu-user cannot read
+its counter ([harness] injected_counter).  The program named `vdsogen-probe` is the project's
+probe (runner/probe.c), built for the target.
+"""
+
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from vdsogen import paths
+from vdsogen.errors import VdsogenError
+
+PROBE = "vdsogen-probe"
+HOST_CC = "gcc"
+CFLAGS = ("-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror")
+
+
+class RunError(VdsogenError):
+    """`vdsogen run` cannot start the program; the exit status is the shell's for the same case."""
+
+    def __init__(self, message, exit_code=2):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def runner_dir():
+    return paths.ROOT / "runner"
+
+
+def cache_dir():
+    base = os.environ.get("VDSOGEN_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "vdsogen")
+    return Path(base) / "run"
+
+
+def _quiet_builder(target):
+    from vdsogen.build.toolchain import Builder
+
+    verbose = os.environ.get("V", "0") not in ("", "0")
+    return Builder(target, stream=sys.stderr if verbose else io.StringIO())
+
+
+def install_cached(tmp, exe):
+    """Move a fresh build into the cache, in place of the older builds of its name."""
+    os.replace(tmp, exe)
+    stem = exe.name.rsplit("-", 1)[0]
+    for old in exe.parent.glob(f"{stem}-*"):
+        if old != exe and old.name.rsplit("-", 1)[0] == stem:
+            old.unlink(missing_ok=True)
+
+
+def compile_cached(name, cc, flags, source):
+    """Compile one C file with `cc flags`, once per content; returns the executable's path."""
+    text = Path(source).read_bytes()
+    key = hashlib.sha256("\0".join([cc, *flags]).encode() + b"\0" + text).hexdigest()[:16]
+    exe = cache_dir() / f"{name}-{key}"
+    if exe.is_file():
+        return exe
+    if shutil.which(cc) is None:
+        raise RunError(f"{cc}: not found (`vdsogen run` builds {Path(source).name} with it)", 1)
+    exe.parent.mkdir(parents=True, exist_ok=True)
+    tmp = exe.with_name(f".{exe.name}.{os.getpid()}")
+    proc = subprocess.run([cc, *flags, str(source), "-o", str(tmp)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise RunError(f"{source}: does not compile with {cc}:\n{proc.stdout.rstrip()}", 1)
+    install_cached(tmp, exe)
+    return exe
+
+
+def build_probe(target):
+    """The probe for `target` (a static program of its ABI)."""
+    from vdsogen.harness.driver import compiler
+    from vdsogen.run.foreign import build_with_headers, freestanding
+
+    if freestanding(target):
+        return build_with_headers("probe", target, [runner_dir() / "probe.c"])
+    flags = (*CFLAGS, "-static", *target.toolchain.harness_cflags)
+    return compile_cached(f"probe-{target.name}", compiler(target), flags, runner_dir() / "probe.c")
+
+
+def build_supervisor():
+    return compile_cached("supervise", HOST_CC, CFLAGS, runner_dir() / "supervise.c")
+
+
+def checked_image(target, image):
+    """`image`, or the target's image built into the cache, once it passes `vdsogen check`."""
+    from vdsogen.audit.check import check_report
+    from vdsogen.errors import ImageError
+
+    if image is None:
+        from vdsogen.build.image import build_target
+        from vdsogen.audit.check import build_validator
+
+        name = f"{target.name}-test" if target.test_counter else target.name
+        so, _ = build_target(target, cache_dir() / "images" / name, builder=_quiet_builder(target),
+                             validate=build_validator)
+        return Path(so)
+    path = Path(image)
+    if not path.is_file():
+        raise RunError(f"{image}: no such image")
+    try:
+        findings = check_report(target, path).findings
+    except ImageError as e:
+        raise RunError(f"{image}: not a usable image: {e}") from None
+    errors = [f for f in findings if f.severity == "error"]
+    if errors:
+        from vdsogen.audit.report import finding_line
+
+        more = f" (and {len(errors) - 1} more: see `vdsogen check --arch {target.name} {image}`)" \
+            if len(errors) > 1 else ""
+        raise RunError(f"{image}: fails `vdsogen check` for {target.name}: {finding_line(errors[0])}{more}")
+    return path.resolve()
+
+
+def _symbol(image, name):
+    """The offset of `name` from the image's start (its first PT_LOAD), or None."""
+    from vdsogen.elf.reader import ElfImage
+
+    img = ElfImage(image)
+    for sym in img.dynsym:
+        if sym.name == name and sym.defined:
+            return sym.value - img.loads[0].vaddr
+    return None
+
+
+def resolve_program(target, program):
+    """The executable `program` names: the probe, a path, or a name on $PATH."""
+    if program == PROBE:
+        return str(build_probe(target))
+    if "/" in program:
+        if not os.path.exists(program):
+            raise RunError(f"{program}: no such file", 127)
+        if os.path.isdir(program) or not os.access(program, os.X_OK):
+            raise RunError(f"{program}: not an executable file", 126)
+        return program
+    found = shutil.which(program)
+    if found is None:
+        raise RunError(f"{program}: command not found", 127)
+    return found
+
+
+def check_abi(target, program):
+    """An ELF program must be of the target's ABI (scripts go by their interpreter)."""
+    try:
+        with open(program, "rb") as f:
+            head = f.read(20)
+    except OSError as e:
+        raise RunError(f"{program}: {e.strerror}", 126) from None
+    if len(head) < 20 or head[:4] != b"\x7fELF":
+        return
+    order = "little" if head[5] == 1 else "big"
+    elf_class, machine = 32 if head[4] == 1 else 64, int.from_bytes(head[18:20], order)
+    if (elf_class, machine, order) != (target.elf.elf_class, target.elf.machine, target.elf.endian):
+        raise RunError(f"{program}: an ELF{elf_class} {order}-endian program for machine {machine}, not of the "
+                       f"{target.name} ABI (ELF{target.elf.elf_class} {target.elf.endian}-endian, machine "
+                       f"{target.elf.machine}): its vDSO cannot be the {target.name} image")
+
+
+def prepare(target, argv, image=None, syscall_counts=None):
+    """The argv that runs `argv` under the image; raises RunError when it cannot."""
+    from vdsogen.run.live import check_live_layout
+
+    if not argv:
+        raise RunError("no program given: vdsogen run --arch=T [--image FILE] -- PROGRAM [ARG...]")
+    if target.toolchain.qemu is not None:
+        from vdsogen.run.foreign import check_supported
+
+        check_supported(target)
+    program = resolve_program(target, argv[0])
+    check_abi(target, program)
+    if argv[0] == PROBE:
+        argv = [program, *argv[1:]]
+    if target.toolchain.qemu is not None:
+        from vdsogen.run.foreign import prepare_foreign
+
+        return prepare_foreign(target, argv, image)
+    if os.uname().machine != "x86_64":
+        raise RunError(f"{target.name}: the supervisor needs an x86-64 host, this is {os.uname().machine}")
+    check_live_layout(target)
+    image = checked_image(target, image)
+    from vdsogen.run.foreign import is_test_build
+
+    if is_test_build(image):
+        raise RunError(f"{image}: a test build (`vdsogen build --test-counter`): its counter read loads a count "
+                       f"that only the harness and the qemu-user loader keep; natively give the real build")
+    sup = build_supervisor()
+    options = ["--counts", str(Path(syscall_counts).resolve())] if syscall_counts else []
+    vsyscall = _symbol(image, "__kernel_vsyscall")
+    if vsyscall is not None:
+        options += ["--sysinfo", str(vsyscall)]
+    data_bytes = target.datapage.pages * target.datapage.page_size
+    return [str(sup), *options, str(image), str(data_bytes), *argv]
+
+
+def run(target, argv, image=None, syscall_counts=None):
+    """`vdsogen run`: exec the supervisor (never returns), or run qemu-user and return
+    the program's status; RunError when the program cannot run."""
+    args = prepare(target, argv, image, syscall_counts)
+    if target.toolchain.qemu is not None:
+        from vdsogen.run.foreign import run_foreign
+
+        return run_foreign(target, args, syscall_counts)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execv(args[0], args)
+    except OSError as e:
+        raise RunError(f"{args[0]}: cannot start: {e.strerror}", 1) from None
+
+
+__all__ = ["run", "prepare", "build_probe", "build_supervisor", "compile_cached", "install_cached", "checked_image",
+           "check_abi", "cache_dir", "runner_dir", "RunError", "PROBE"]

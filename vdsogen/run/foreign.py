@@ -1,0 +1,241 @@
+"""`vdsogen run` for targets qemu-user runs: the guest loader (runner/loader.c).
+
+qemu-user gives its guests no vDSO.  The loader, a static program of the
+target built with its GNU cross compiler beside the harness's timekeeper
+(harness/*.c but main.c, with the headers rendered for the target), runs
+twice: as the timekeeper, under a qemu of its own, keeping data pages in a
+shared file current from the host's clocks (and a test build's injected
+counter moving), and under the program's qemu, where it maps those pages
+with the image above them, loads the program and enters it with
+AT_SYSINFO_EHDR pointing at the image.  Clock syscalls are counted from the
+program's qemu's syscall log (-d strace), where the timekeeper's are not.
+"""
+
+import hashlib
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from vdsogen import paths
+from vdsogen.run import RunError, cache_dir, checked_image, install_cached, runner_dir
+
+# Where the loader sits: clear of the addresses programs are linked at, and
+# within 2 GiB of address 0 (the weak undefined symbols of static C libraries).
+LOADER_ADDRESS = 0x60000000
+# How long the timekeeper may take to measure the counter and fill the pages.
+TIMEKEEPER_START = 30
+
+CLOCK_IDS = {"CLOCK_REALTIME": 0, "CLOCK_MONOTONIC": 1, "CLOCK_PROCESS_CPUTIME_ID": 2,
+             "CLOCK_THREAD_CPUTIME_ID": 3, "CLOCK_MONOTONIC_RAW": 4, "CLOCK_REALTIME_COARSE": 5,
+             "CLOCK_MONOTONIC_COARSE": 6, "CLOCK_BOOTTIME": 7, "CLOCK_REALTIME_ALARM": 8,
+             "CLOCK_BOOTTIME_ALARM": 9, "CLOCK_TAI": 11}
+# The time64 syscalls of 32-bit ABIs count as the calls they stand for.
+SYSCALLS = {"clock_gettime": "clock_gettime", "clock_gettime64": "clock_gettime", "gettimeofday": "gettimeofday",
+            "time": "time", "clock_getres": "clock_getres", "clock_getres_time64": "clock_getres"}
+# "PID name(args)": threads' lines interleave in the log (a call's result may
+# follow another's start, and some starts have no closing parenthesis), so
+# calls are found anywhere in a line, by their first two arguments.
+CALL = re.compile(r"\d+ (" + "|".join(sorted(SYSCALLS, key=len, reverse=True)) + r")\(([^,()\s]*)(?:,([^,()\s]*))?")
+
+
+def check_supported(target):
+    """RunError unless the loader can run the target's programs."""
+    if target.toolchain.gnu_triple is None and not freestanding(target):
+        raise RunError(f"{target.name}: no GNU cross compiler (toolchain.gnu_triple) and C library for the guest "
+                       f"loader, and its harness is not freestanding ([harness] libc): `vdsogen run` does not run it")
+
+
+def is_test_build(image):
+    """Whether `image` is a vdsogen test build (its N006 note); False for what is no image at all."""
+    from vdsogen.audit.rules.notes import test_build
+    from vdsogen.elf.reader import ElfImage
+    from vdsogen.errors import VdsogenError
+
+    try:
+        return test_build(ElfImage(str(image))) is not None
+    except (VdsogenError, OSError, ValueError):
+        return False    # checked_image() says what is wrong with it
+
+
+def run_target(target, image):
+    """The target whose image the loader runs: the test build (Target.test_build: the counter read
+    loads a count the loader advances) for a test build given, and where qemu-user cannot read the
+    spec's counter ([harness] injected_counter), saying so in one line on stderr."""
+    if target.test_counter:
+        return target
+    given = image is not None and Path(image).is_file() and is_test_build(image)
+    if target.harness.injected_counter:
+        if image is not None and Path(image).is_file() and not given:
+            raise RunError(f"{image}: not a test build, and qemu-user cannot read the {target.name} counter "
+                           f"([harness] injected_counter): give `vdsogen run` a `vdsogen build --test-counter` "
+                           f"image (`vdsogen check` verifies the real one's counter read)")
+        why = f"qemu-user cannot read the {target.name} counter ([harness] injected_counter)"
+    elif given:
+        why = f"{image} is one (its N006 note)"
+    else:
+        return target
+    print(f"vdsogen run: {target.name}: running the test build (`vdsogen build --test-counter`), whose counter "
+          f"read loads a count the loader advances at 24 MHz from the host's CLOCK_MONOTONIC_RAW: {why}",
+          file=sys.stderr, flush=True)
+    return target.test_build()
+
+
+def prepare_foreign(target, argv, image):
+    """qemu-user, the target's loader, the image, the program."""
+    from vdsogen.harness.driver import runner
+
+    qemu = runner(target)
+    test = run_target(target, image)
+    if test is not target and image is None:
+        # As `vdsogen test` does: the real build is made and checked, its counter read by its words (T002).
+        checked_image(target, None)
+    image = checked_image(test, image)
+    return [*qemu, str(build_loader(test)), str(image), *argv]
+
+
+def freestanding(target):
+    """Whether the target's loader and probe are built as its harness is, freestanding
+    ([harness] libc = "freestanding": clang and harness/freestanding/, no C library)."""
+    return target.harness.libc == "freestanding"
+
+
+def c_program_argv(target, work, csources, exe, extra=()):
+    """The command that builds a static program of the target from `csources` with the harness's
+    flags and the headers rendered into `work`: with its GNU cross compiler, or freestanding."""
+    from vdsogen.harness.driver import HARNESS_CFLAGS, compiler, freestanding_argv
+
+    if freestanding(target):
+        argv = freestanding_argv(target, work, csources, exe)
+        at = argv.index("-o")
+        return [*argv[:at], "-DLOADER_FREESTANDING", *extra, *argv[at:]]
+    return [compiler(target), *HARNESS_CFLAGS, f"-DH_IMAGE_CLASS={target.elf.elf_class}",
+            *target.toolchain.harness_cflags, *extra, "-I", str(work), "-I", str(paths.HARNESS),
+            *map(str, csources), "-o", str(exe)]
+
+
+def build_with_headers(kind, target, csources, extra=()):
+    """Build `csources` (and the generated harness sources when `kind` is the loader) into the
+    cache, once per content of all of it; returns the executable's path."""
+    from vdsogen.harness.driver import harness_sources
+
+    generated = harness_sources(target)
+    inputs = [*csources, *sorted(runner_dir().glob("*.h")), *sorted(paths.HARNESS.glob("*.h"))]
+    if freestanding(target):
+        inputs += sorted(p for p in (paths.HARNESS / "freestanding").rglob("*") if p.is_file())
+    key_argv = c_program_argv(target, Path("W"), [Path(p.name) for p in csources], Path("E"), extra)
+    digest = hashlib.sha256("\0".join(key_argv).encode())
+    for path in inputs:
+        digest.update(str(path.relative_to(paths.ROOT)).encode() + b"\0" + path.read_bytes())
+    for name, text in generated:
+        digest.update(name.encode() + b"\0" + text.encode())
+    name = f"{target.name}-test" if target.test_counter else target.name
+    exe = cache_dir() / f"{kind}-{name}-{digest.hexdigest()[:16]}"
+    if exe.is_file():
+        return exe
+    cc = key_argv[0]
+    if shutil.which(cc) is None:
+        raise RunError(f"{cc}: not found (`vdsogen run` builds the {target.name} {kind} with it)", 1)
+    work = exe.with_name(f".{exe.name}.{os.getpid()}.d")
+    work.mkdir(parents=True, exist_ok=True)
+    sources = list(csources)
+    for fname, text in generated:
+        (work / fname).write_text(text)
+        if fname.endswith(".c") and kind == "loader":
+            sources.append(work / fname)
+    tmp = work / kind
+    proc = subprocess.run(c_program_argv(target, work, sources, tmp, extra), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        shutil.rmtree(work, ignore_errors=True)
+        raise RunError(f"the {target.name} {kind} does not compile with {cc}:\n{proc.stdout.rstrip()}", 1)
+    install_cached(tmp, exe)
+    shutil.rmtree(work, ignore_errors=True)
+    return exe
+
+
+def build_loader(target):
+    """The target's guest loader: runner/loader.c with the harness's timekeeper (harness/*.c but
+    main.c), its headers rendered for the target."""
+    csources = [runner_dir() / "loader.c", *sorted(p for p in paths.HARNESS.glob("*.c") if p.name != "main.c")]
+    where = "--image-base" if freestanding(target) else "-Ttext-segment"     # lld's, GNU ld's
+    return build_with_headers("loader", target, csources, [f"-Wl,{where}={LOADER_ADDRESS:#x}"])
+
+
+def count_qemu_log(log, own, out):
+    """The clock syscalls in qemu's -d strace log, less those into `own` (buffers
+    not to count: an address, or [(start, end)]), written to `out` as the
+    supervisor writes its counts."""
+    ranges = [(own, own + 1)] if isinstance(own, int) else list(own)
+    counts = {}
+    for m in CALL.finditer(Path(log).read_text(errors="replace")):
+        name, clock, buf = SYSCALLS[m.group(1)], m.group(2), m.group(3) or ""
+        if name.startswith("clock_"):
+            if re.fullmatch(r"0x[0-9a-fA-F]+", buf) and any(lo <= int(buf, 16) < hi for lo, hi in ranges):
+                continue
+            key = (name, str(CLOCK_IDS.get(clock, "other")))
+        else:
+            key = (name, "-")
+        counts[key] = counts.get(key, 0) + 1
+    Path(out).write_text("".join(f"{n} {c} {k}\n" for (n, c), k in sorted(counts.items())))
+
+
+def start_timekeeper(qemu, loader, pages):
+    """The timekeeper process (loader --timekeeper PAGES), under a qemu of its own, once the
+    pages are current; it ends when its standard input does."""
+    try:
+        keeper = subprocess.Popen([qemu, str(loader), "--timekeeper", str(pages)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE)
+    except OSError as e:
+        raise RunError(f"{qemu}: cannot start: {e.strerror}", 1) from None
+    ready, _, _ = select.select([keeper.stdout], [], [], TIMEKEEPER_START)
+    line = keeper.stdout.readline() if ready else b""
+    if line != b"ready\n":
+        stop_timekeeper(keeper)
+        raise RunError(f"{loader}: the timekeeper did not start (within {TIMEKEEPER_START} s)", 1)
+    return keeper
+
+
+def stop_timekeeper(keeper):
+    try:
+        keeper.stdin.close()
+    except OSError:
+        pass
+    try:
+        keeper.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        keeper.kill()
+        keeper.wait()
+    keeper.stdout.close()
+
+
+def run_foreign(target, args, syscall_counts):
+    """Run [qemu, loader, image, program...] beside its timekeeper; with counts, through qemu's
+    syscall log, in which the timekeeper (another qemu) is not.  Returns the program's exit status."""
+    qemu, loader, image, argv = args[0], args[1], args[2], args[3:]
+    with tempfile.TemporaryDirectory(prefix="vdsogen-run-") as tmp:
+        log, pages = Path(tmp) / "strace", Path(tmp) / "pages"
+        trace = ["-d", "strace", "-D", str(log)] if syscall_counts else []
+        keeper = start_timekeeper(qemu, loader, pages)
+        try:
+            rc = subprocess.call([qemu, *trace, loader, str(pages), image, *argv])
+        except OSError as e:
+            raise RunError(f"{qemu}: cannot start: {e.strerror}", 1) from None
+        finally:
+            stop_timekeeper(keeper)
+        if syscall_counts:
+            count_qemu_log(log, [], syscall_counts)
+    if rc < 0:
+        sig = signal.Signals(-rc)
+        print(f"vdsogen run: {argv[0]}: killed by {sig.name} ({signal.strsignal(sig)})", file=sys.stderr)
+        return 128 - rc
+    return rc
+
+
+__all__ = ["check_supported", "run_target", "is_test_build", "prepare_foreign", "run_foreign", "build_loader",
+           "build_with_headers", "freestanding", "start_timekeeper", "stop_timekeeper", "count_qemu_log"]

@@ -1,0 +1,141 @@
+"""Is the running kernel's vDSO data laid out as a target's image expects?
+
+Natively, `vdsogen run` puts the image where the kernel put its own vDSO,
+directly above the kernel's data pages, so the image reads them as they are.
+Before that, this module reads the live pages of this very process (the
+[vvar...] mappings directly below [vdso] in /proc/self/maps) through the
+target's layout and checks what a wrong layout could not get right: the page
+count, the clock modes, plausible mult/shift, the coarse clocks' times
+against clock_gettime, and hrtimer_res (the last field of the time data,
+after the aux clocks) against clock_getres.
+"""
+
+import ctypes
+import struct
+import time
+
+from vdsogen.errors import VdsogenError
+
+CLOCK_MODE_TIMENS = 0x7FFFFFFF
+CLOCK_REALTIME_COARSE = 5
+CLOCK_MONOTONIC_COARSE = 6
+# A coarse clock's base lags clock_gettime by at most a tick; allow for a slow machine.
+SLACK_NS = 2_000_000_000
+
+
+class LayoutMismatch(VdsogenError):
+    """The running kernel's data pages are not what the target's image reads."""
+
+    exit_code = 2
+
+
+def kernel_data(maps="/proc/self/maps"):
+    """(start of the data mappings, start of [vdso]) in this process, or None without a vDSO."""
+    run_lo = prev_hi = None
+    with open(maps) as f:
+        for line in f:
+            fields = line.split()
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            name = fields[5] if len(fields) > 5 else ""
+            if run_lo is not None and prev_hi != lo:
+                run_lo = None
+            if name.startswith("[vvar"):
+                run_lo = lo if run_lo is None else run_lo
+            elif name == "[vdso]":
+                return (lo if run_lo is None else run_lo), lo
+            else:
+                run_lo = None
+            prev_hi = hi
+    return None
+
+
+def _read(addr, size):
+    return ctypes.string_at(addr, size)
+
+
+class _Reader:
+    """Fields of the time data through the target's layout."""
+
+    def __init__(self, target, page):
+        self.layout = target.datapage.layout
+        self.page = page
+        self.endian = "<" if target.elf.endian == "little" else ">"
+
+    def get(self, path, fmt):
+        off = self.layout.field_offset(self.layout.time_struct, path)
+        return struct.unpack_from(self.endian + fmt, self.page, off)[0]
+
+
+def check_live_layout(target, maps="/proc/self/maps", read=_read):
+    """Raise LayoutMismatch unless the running kernel's data pages match the target's layout."""
+    dp = target.datapage
+    layout = dp.layout
+    where = f"the {target.name} layout ({layout.name})"
+    found = kernel_data(maps)
+    if found is None:
+        raise LayoutMismatch("this kernel maps no vDSO into processes (booted with vdso=0?): nothing to replace")
+    data_lo, vdso = found
+    want = dp.pages * dp.page_size
+    if vdso - data_lo != want:
+        raise LayoutMismatch(f"the running kernel's data pages below its vDSO take {vdso - data_lo} bytes, "
+                             f"{where} has {dp.pages} pages of {dp.page_size} ({want} bytes)")
+    clocks = layout.clocks_member
+    for attempt in range(100):
+        page = _reader_page(target, data_lo, read)
+        r = _Reader(target, page)
+        seq = r.get(f"{clocks}[0].seq", "I")
+        if seq & 1:
+            continue
+        values = _sample(target, r, clocks)
+        if r.get(f"{clocks}[0].seq", "I") == seq and _reader_page(target, data_lo, read) == page:
+            break
+    else:
+        raise LayoutMismatch("the running kernel's time data kept changing while it was read")
+    _judge(target, where, values)
+
+
+def _reader_page(target, data_lo, read):
+    dp = target.datapage
+    page = dp.layout.page("time")
+    data = read(data_lo + page.index * dp.page_size, dp.page_size)
+    r = _Reader(target, data)
+    if r.get(f"{dp.layout.clocks_member}[0].clock_mode", "i") == CLOCK_MODE_TIMENS and dp.layout.has_timens:
+        # In a time namespace the first page is the namespace's; the real data is on the next.
+        data = read(data_lo + dp.layout.page("timens").index * dp.page_size, dp.page_size)
+    return data
+
+
+def _sample(target, r, clocks):
+    ns = time.clock_gettime_ns
+    return {
+        "modes": [r.get(f"{clocks}[{i}].clock_mode", "i") for i in (0, 1)],
+        "mult": [r.get(f"{clocks}[{i}].mult", "I") for i in (0, 1)],
+        "shift": [r.get(f"{clocks}[{i}].shift", "I") for i in (0, 1)],
+        "coarse": [(r.get(f"{clocks}[0].basetime[{c}].sec", "Q") * 10**9
+                    + r.get(f"{clocks}[0].basetime[{c}].nsec", "Q"), ns(c))
+                   for c in (CLOCK_REALTIME_COARSE, CLOCK_MONOTONIC_COARSE)],
+        "hrtimer_res": r.get(target.datapage.layout.access["hrtimer_res"], "I"),
+    }
+
+
+def _judge(target, where, v):
+    allowed = {0, *target.counter.modes}
+    for i, mode in enumerate(v["modes"]):
+        if mode not in allowed:
+            raise LayoutMismatch(f"the running kernel's clock record {i} read through {where} has clock mode "
+                                 f"{mode}, not one of the target's ({', '.join(map(str, sorted(allowed)))})")
+    for i in (0, 1):
+        if v["modes"][i] and (not v["mult"][i] or v["shift"][i] >= 64):
+            raise LayoutMismatch(f"the running kernel's clock record {i} read through {where} has mult "
+                                 f"{v['mult'][i]}, shift {v['shift'][i]}: not a clock")
+    for (page_ns, now_ns), clock in zip(v["coarse"], ("CLOCK_REALTIME_COARSE", "CLOCK_MONOTONIC_COARSE")):
+        if abs(now_ns - page_ns) > SLACK_NS:
+            raise LayoutMismatch(f"{clock} read from the running kernel's data through {where} is "
+                                 f"{page_ns / 1e9:.3f} s, the kernel says {now_ns / 1e9:.3f} s")
+    res = round(time.clock_getres(time.CLOCK_MONOTONIC) * 1e9)
+    if v["hrtimer_res"] != res:
+        raise LayoutMismatch(f"hrtimer_res read from the running kernel's data through {where} is "
+                             f"{v['hrtimer_res']}, clock_getres(CLOCK_MONOTONIC) says {res} ns")
+
+
+__all__ = ["check_live_layout", "kernel_data", "LayoutMismatch"]
