@@ -78,6 +78,31 @@ static void die(const char *fmt, ...)
 /* A process that cannot have the image does not run on without it. */
 #define refuse(pid, ...)	do { kill((pid), SIGKILL); die(__VA_ARGS__); } while (0)
 
+/*
+ * One pass over the PT_LOADs of the image in `file`, for either ELF class:
+ * the first pass finds where they end, the second copies them into `image`.
+ */
+#define LOAD_SEGMENTS(Ehdr, Phdr) do {							\
+	const Ehdr *eh = (const void *)file;						\
+											\
+	image_machine = eh->e_machine;							\
+	n = eh->e_phnum;								\
+	for (i = 0; i < n; i++) {							\
+		const Phdr *ph = (const void *)(file + eh->e_phoff + i * eh->e_phentsize); \
+											\
+		if (eh->e_phoff + (i + 1) * eh->e_phentsize > (size_t)st.st_size)	\
+			die("%s: program header %zu is outside the file", path, i);	\
+		if (ph->p_type != PT_LOAD)						\
+			continue;							\
+		if (ph->p_offset + ph->p_filesz > (size_t)st.st_size)			\
+			die("%s: a PT_LOAD runs past the end of the file", path);	\
+		if (pass)								\
+			memcpy(image + ph->p_vaddr, file + ph->p_offset, ph->p_filesz);	\
+		else if (ph->p_vaddr + ph->p_memsz > end)				\
+			end = ph->p_vaddr + ph->p_memsz;				\
+	}										\
+} while (0)
+
 static void load_image(const char *path)
 {
 	unsigned char *file;
@@ -97,37 +122,10 @@ static void load_image(const char *path)
 
 	/* Pass 1 sizes the span of the PT_LOADs, pass 2 copies them. */
 	for (int pass = 0; pass < 2; pass++) {
-		if (image_class == ELFCLASS64) {
-			const Elf64_Ehdr *eh = (const void *)file;
-			image_machine = eh->e_machine;
-			n = eh->e_phnum;
-			for (i = 0; i < n; i++) {
-				const Elf64_Phdr *ph = (const void *)(file + eh->e_phoff + i * eh->e_phentsize);
-				if (ph->p_type != PT_LOAD)
-					continue;
-				if (ph->p_offset + ph->p_filesz > (size_t)st.st_size)
-					die("%s: a PT_LOAD runs past the end of the file", path);
-				if (pass)
-					memcpy(image + ph->p_vaddr, file + ph->p_offset, ph->p_filesz);
-				else if (ph->p_vaddr + ph->p_memsz > end)
-					end = ph->p_vaddr + ph->p_memsz;
-			}
-		} else {
-			const Elf32_Ehdr *eh = (const void *)file;
-			image_machine = eh->e_machine;
-			n = eh->e_phnum;
-			for (i = 0; i < n; i++) {
-				const Elf32_Phdr *ph = (const void *)(file + eh->e_phoff + i * eh->e_phentsize);
-				if (ph->p_type != PT_LOAD)
-					continue;
-				if (ph->p_offset + ph->p_filesz > (size_t)st.st_size)
-					die("%s: a PT_LOAD runs past the end of the file", path);
-				if (pass)
-					memcpy(image + ph->p_vaddr, file + ph->p_offset, ph->p_filesz);
-				else if (ph->p_vaddr + ph->p_memsz > end)
-					end = ph->p_vaddr + ph->p_memsz;
-			}
-		}
+		if (image_class == ELFCLASS64)
+			LOAD_SEGMENTS(Elf64_Ehdr, Elf64_Phdr);
+		else
+			LOAD_SEGMENTS(Elf32_Ehdr, Elf32_Phdr);
 		if (!pass) {
 			if (!end || end > (64UL << 20))
 				die("%s: no usable PT_LOAD segments", path);
