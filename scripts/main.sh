@@ -8,6 +8,7 @@ set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 sh "$ROOT/scripts/setup.sh"
 VDSOGEN="$ROOT/.venv/bin/vdsogen"
+PY="$ROOT/.venv/bin/python"
 TARGETS=${TARGETS:-$(cd "$ROOT/specs" && ls *.toml | sed 's/\.toml$//' | paste -sd, -)}
 OUT=${OUT:-$ROOT/out}
 LOG="$OUT/main.log"
@@ -22,14 +23,22 @@ for t in $(echo "$TARGETS" | tr ',' ' '); do
 	dir="$OUT/$t"
 	t0=$(now)
 	if ! "$VDSOGEN" build --arch="$t" --out="$dir" >>"$LOG" 2>&1; then
-		printf '%-8s FAIL build (see %s)\n' "$t" "$LOG"
+		printf '%-12s FAIL build (see %s)\n' "$t" "$LOG"
 		status=1
 		continue
 	fi
 	t1=$(now)
 	if "$VDSOGEN" check --arch="$t" "$dir/vdso.so" >>"$LOG" 2>&1; then check=clean; else check=FAIL; status=1; fi
 	t2=$(now)
-	if "$VDSOGEN" test --arch="$t" --image "$dir/vdso.so" --workdir "$dir/harness" >"$dir/harness.log" 2>&1; then
+	# Where qemu-user cannot read the counter, the harness runs the test
+	# build (its counter injected); check has verified the real one's read.
+	image="$dir/vdso.so"
+	if "$PY" -c "import sys; from vdsogen.spec.model import load_target
+sys.exit(0 if load_target(sys.argv[1]).harness.injected_counter else 1)" "$t"; then
+		"$VDSOGEN" build --arch="$t" --test-counter --out="$dir/test-build" >>"$LOG" 2>&1 || true
+		image="$dir/test-build/vdso.so"
+	fi
+	if "$VDSOGEN" test --arch="$t" --image "$image" --workdir "$dir/harness" >"$dir/harness.log" 2>&1; then
 		harness="ok"
 	else
 		harness="FAIL"
@@ -39,7 +48,7 @@ for t in $(echo "$TARGETS" | tr ',' ' '); do
 	cat "$dir/harness.log" >>"$LOG"
 	summary=$(tail -n 1 "$dir/harness.log")
 	size=$(wc -c <"$dir/vdso.so")
-	printf '%-8s %-4s  vdso.so %5d bytes  build %ss  check %s  harness %s (%s, %ss)\n' \
+	printf '%-12s %-4s  vdso.so %5d bytes  build %ss  check %s  harness %s (%s, %ss)\n' \
 		"$t" "$([ "$check$harness" = cleanok ] && echo ok || echo FAIL)" "$size" \
 		"$(secs "$t0" "$t1")" "$check" "$harness" "$summary" "$(secs "$t2" "$t3")"
 done

@@ -139,3 +139,15 @@ def test_check_json(built):
     proc = vdsogen("check", "--arch=arm64", "--format=json", str(so))
     image, = json.loads(proc.stdout)["images"]
     assert image["counts"]["error"] > 0 and {"rule", "severity", "where", "message"} <= set(image["findings"][0])
+
+
+def test_main_job_builds_checks_and_runs(tmp_path):
+    """scripts/main.sh, the README's main command, on a native target and on
+    one whose harness runs the injected-counter test build."""
+    env = dict(os.environ, TARGETS="x86_64,arm", OUT=str(tmp_path))
+    proc = subprocess.run(["sh", str(ROOT / "scripts" / "main.sh")], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [ln for ln in proc.stdout.splitlines() if ln.split()[:1] in (["x86_64"], ["arm"])]
+    assert len(lines) == 2 and all(ln.split()[1] == "ok" for ln in lines), proc.stdout
+    assert (tmp_path / "arm" / "test-build" / "vdso.so").is_file()
