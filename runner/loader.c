@@ -193,23 +193,32 @@ static void tick(vdso_time_data_t *td, int first)
 	tk_end(td);
 }
 
-/* The counter's rate against CLOCK_MONOTONIC_RAW, over 20 ms. */
+/*
+ * The counter's rate against CLOCK_MONOTONIC_RAW, over 20 ms; over longer
+ * spells (up to 2.5 s in all) while it has not moved: on a busy machine a
+ * test build's counter thread may not have run yet.
+ */
 static uint64_t counter_hz(void)
 {
-	struct timespec pause = { 0, 20000000 };
 	struct tk_base t0, t1;
 	uint64_t c0, c1;
 	int64_t ns;
+	long pause_ns;
 
-	t0 = host(CLOCK_MONOTONIC_RAW, 0);
-	c0 = vdso_read_counter(tk.mode);
-	nanosleep(&pause, NULL);
-	c1 = vdso_read_counter(tk.mode);
-	t1 = host(CLOCK_MONOTONIC_RAW, 0);
-	ns = (int64_t)(t1.sec - t0.sec) * NSEC_PER_SEC + (int64_t)(t1.nsec - t0.nsec);
-	if (c1 <= c0 || ns <= 0)
-		die("the counter", "does not advance under this emulator");
-	return (uint64_t)((double)(c1 - c0) * 1e9 / (double)ns + 0.5);
+	for (pause_ns = 20000000; pause_ns <= 1280000000; pause_ns *= 2) {
+		struct timespec pause = { pause_ns / NSEC_PER_SEC, pause_ns % NSEC_PER_SEC };
+
+		t0 = host(CLOCK_MONOTONIC_RAW, 0);
+		c0 = vdso_read_counter(tk.mode);
+		nanosleep(&pause, NULL);
+		c1 = vdso_read_counter(tk.mode);
+		t1 = host(CLOCK_MONOTONIC_RAW, 0);
+		ns = (int64_t)(t1.sec - t0.sec) * NSEC_PER_SEC + (int64_t)(t1.nsec - t0.nsec);
+		if (c1 > c0 && ns > 0)
+			return (uint64_t)((double)(c1 - c0) * 1e9 / (double)ns + 0.5);
+	}
+	die("the counter", "does not advance under this emulator");
+	return 0;
 }
 
 #if H_TEST_COUNTER
