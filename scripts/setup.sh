@@ -17,8 +17,8 @@ gcc-powerpc64-linux-gnu libc6-dev-ppc64-cross
 gcc-riscv64-linux-gnu libc6-dev-riscv64-cross
 gcc-s390x-linux-gnu libc6-dev-s390x-cross
 gcc-arm-linux-gnueabihf libc6-dev-armhf-cross
-gcc-mipsel-linux-gnu libc6-dev-mipsel-cross
-gcc-mips-linux-gnu libc6-dev-mips-cross
+gcc-mipsel-linux-gnu libc6-dev-mipsel-cross libc6-dev-mipsn32el-cross
+gcc-mips-linux-gnu libc6-dev-mips-cross libc6-dev-mipsn32-cross
 gcc-mips64el-linux-gnuabi64 libc6-dev-mips64el-cross
 libc6-dev-mipsn32-mips64el-cross libn32gcc-12-dev-mips64el-cross
 gcc-mips64-linux-gnuabi64 libc6-dev-mips64-cross
