@@ -10,25 +10,54 @@ from vdsogen.audit.rules import rule
 ALT_FORMATS = {12: "<iiHBB", 14: "<iiIBB"}
 
 
-def _entries(data, base, size):
+class _Code:
+    """The image's executable sections, as address ranges (vDSOs link at 0:
+    a section's address is its file offset)."""
+
+    def __init__(self, img):
+        self.ranges = [(s.addr, s.addr + s.size) for s in img.sections
+                       if s.flags & SHF_EXECINSTR and s.type != SHT_NOBITS]
+
+    def holds(self, addr, n):
+        return any(lo <= addr and addr + n <= hi for lo, hi in self.ranges)
+
+
+def _table_findings(name, sec, data, sizes, faults_of):
+    """Findings on the patch table `data` of section `sec`, read with the entry
+    size of `sizes` that reads it most soundly; faults_of(data, size) yields
+    (entry index, why) for each entry a kernel could not apply safely."""
+    best = None
+    for size in sizes:
+        faults = list(faults_of(data, size))
+        if len(data) % size:
+            faults.insert(0, (None, f"{len(data)} bytes are not a whole number of {size}-byte entries"))
+        if best is None or len(faults) < len(best[1]):
+            best = (size, faults)
+    size, faults = best
+    for i, why in faults:
+        where = f"@0x{sec.offset:x}" if i is None else f"@0x{sec.offset + i * size:x}"
+        yield where, (f"{name}: {why}" if i is None else f"{name} entry {i}: {why}")
+
+
+def _patch_sections(img, names):
+    """(name, section, its bytes) of each non-empty section in names."""
+    for name in names:
+        sec = img.section(name)
+        if sec is not None and sec.type != SHT_NOBITS and sec.size:
+            yield name, sec, bytes(img.section_bytes(sec))
+
+
+def _alt_faults(data, base, size, code):
     fmt = ALT_FORMATS[size]
     for i in range(0, len(data) - len(data) % size, size):
         rel_instr, rel_repl, _feature, ilen, rlen = struct.unpack_from(fmt, data, i)
-        yield i // size, base + i + rel_instr, ilen, base + i + 4 + rel_repl, rlen
-
-
-def _faults(entries, code):
-    """(index, why) of each entry a kernel could not apply safely."""
-    def inside(addr, n):
-        return any(lo <= addr and addr + n <= hi for lo, hi in code)
-
-    for i, instr, ilen, repl, rlen in entries:
-        if not inside(instr, ilen):
-            yield i, f"original 0x{instr:x}+{ilen} is not in the image's code"
-        elif not inside(repl, rlen):
-            yield i, f"replacement 0x{repl:x}+{rlen} is not in the image's code"
+        instr, repl = base + i + rel_instr, base + i + 4 + rel_repl
+        if not code.holds(instr, ilen):
+            yield i // size, f"original 0x{instr:x}+{ilen} is not in the image's code"
+        elif not code.holds(repl, rlen):
+            yield i // size, f"replacement 0x{repl:x}+{rlen} is not in the image's code"
         elif rlen > ilen:
-            yield i, f"replacement of {rlen} bytes is longer than its original ({ilen})"
+            yield i // size, f"replacement of {rlen} bytes is longer than its original ({ilen})"
 
 
 @rule("K005", "error", "x86: every alternatives entry must patch the image's own code with a replacement that fits",
@@ -42,27 +71,16 @@ def _faults(entries, code):
       the table whole and sound.""")
 def alternatives_fit(ctx):
     img = ctx.image
-    sec = img.section(".altinstructions") if img.e_machine in (EM_386, EM_X86_64) else None
-    if sec is None or sec.type == SHT_NOBITS or not sec.size:
+    if img.e_machine not in (EM_386, EM_X86_64):
         return
-    data = bytes(img.section_bytes(sec))
-    # Section addresses are the image's own: vDSOs link at 0, file offset == address.
-    code = [(s.addr, s.addr + s.size) for s in img.sections if s.flags & SHF_EXECINSTR and s.type != SHT_NOBITS]
-    if ctx.era is not None:
-        sizes = [14 if ctx.era >= (6, 2, 0) else 12]
-    else:
-        sizes = [n for n in (14, 12) if len(data) % n == 0] or [14]
-    best = None
-    for size in sizes:
-        faults = list(_faults(_entries(data, sec.addr, size), code))
-        if len(data) % size:
-            faults.insert(0, (None, f"{len(data)} bytes are not a whole number of {size}-byte entries"))
-        if best is None or len(faults) < len(best[1]):
-            best = (size, faults)
-    size, faults = best
-    for i, why in faults:
-        where = f"@0x{sec.offset:x}" if i is None else f"@0x{sec.offset + i * size:x}"
-        yield where, (f".altinstructions: {why}" if i is None else f".altinstructions entry {i}: {why}")
+    code = _Code(img)
+    for name, sec, data in _patch_sections(img, (".altinstructions",)):
+        if ctx.era is not None:
+            sizes = [14 if ctx.era >= (6, 2, 0) else 12]
+        else:
+            sizes = [n for n in (14, 12) if len(data) % n == 0] or [14]
+        yield from _table_findings(name, sec, data, sizes,
+                                   lambda data, size, sec=sec: _alt_faults(data, sec.addr, size, code))
 
 
 # struct fixup_entry (powerpc): unsigned long mask and value, then long
@@ -74,9 +92,6 @@ FTR_FORMATS = {24: "IIiiii", 48: "QQqqqq"}
 
 
 def _ftr_faults(data, base, size, order, code):
-    def inside(addr, n):
-        return any(lo <= addr and addr + n <= hi for lo, hi in code)
-
     fmt = order + FTR_FORMATS[size]
     for i in range(0, len(data) - len(data) % size, size):
         _mask, _value, *rel = struct.unpack_from(fmt, data, i)
@@ -86,9 +101,9 @@ def _ftr_faults(data, base, size, order, code):
             yield i // size, f"a range runs backwards ({ranges})"
         elif (start | end | alt | alt_end) & 3:
             yield i // size, f"a range is not word-aligned ({ranges})"
-        elif not inside(start, end - start):
+        elif not code.holds(start, end - start):
             yield i // size, f"body 0x{start:x}-0x{end:x} is not in the image's code"
-        elif alt_end > alt and not inside(alt, alt_end - alt):
+        elif alt_end > alt and not code.holds(alt, alt_end - alt):
             yield i // size, f"alternative 0x{alt:x}-0x{alt_end:x} is not in the image's code"
         elif alt_end - alt > end - start:
             yield i // size, f"alternative of {alt_end - alt} bytes is longer than its body ({end - start})"
@@ -110,22 +125,9 @@ def feature_fixups_fit(ctx):
     img = ctx.image
     if img.e_machine not in (EM_PPC, EM_PPC64):
         return
-    code = [(s.addr, s.addr + s.size) for s in img.sections if s.flags & SHF_EXECINSTR and s.type != SHT_NOBITS]
+    code = _Code(img)
     order = "<" if img.little else ">"
-    for name in FTR_SECTIONS:
-        sec = img.section(name)
-        if sec is None or sec.type == SHT_NOBITS or not sec.size:
-            continue
-        data = bytes(img.section_bytes(sec))
-        sizes = [48] if img.elf_class == 64 else [24, 48]
-        best = None
-        for size in sizes:
-            faults = list(_ftr_faults(data, sec.addr, size, order, code))
-            if len(data) % size:
-                faults.insert(0, (None, f"{len(data)} bytes are not a whole number of {size}-byte entries"))
-            if best is None or len(faults) < len(best[1]):
-                best = (size, faults)
-        size, faults = best
-        for i, why in faults:
-            where = f"@0x{sec.offset:x}" if i is None else f"@0x{sec.offset + i * size:x}"
-            yield where, (f"{name}: {why}" if i is None else f"{name} entry {i}: {why}")
+    sizes = [48] if img.elf_class == 64 else [24, 48]
+    for name, sec, data in _patch_sections(img, FTR_SECTIONS):
+        yield from _table_findings(name, sec, data, sizes,
+                                   lambda data, size, sec=sec: _ftr_faults(data, sec.addr, size, order, code))
