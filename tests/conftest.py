@@ -54,6 +54,16 @@ def built_with(tmp_path_factory):
     return get
 
 
+def elf(path):
+    """pyelftools' view of an image: the reference reader the tests check vdsogen's against."""
+    from elftools.elf.elffile import ELFFile
+    return ELFFile(open(path, "rb"))
+
+
+def dynsym(path):
+    return {s.name: s for s in elf(path).get_section_by_name(".dynsym").iter_symbols()}
+
+
 @pytest.fixture
 def project_copy(tmp_path):
     """A private copy of specs/, arch/ and templates/ to break, used through VDSOGEN_ROOT."""

@@ -10,7 +10,6 @@ import struct
 
 import pytest
 from elftools.dwarf.callframe import CIE, FDE, instruction_name
-from elftools.elf.elffile import ELFFile
 
 from vdsogen.audit.check import build_validator, check_image
 from vdsogen.audit.run import audit_path
@@ -20,7 +19,8 @@ from vdsogen.harness.driver import build_harness, run_harness
 from vdsogen.spec import functions
 from vdsogen.spec.model import Export, load_target
 
-from test_harness import build_broken, expected_checks, run_broken
+from conftest import dynsym, elf
+from test_harness import build_broken, expected_checks, harnesses, run_broken  # noqa: F401 (fixture)
 
 TOOLCHAINS = {"clang": {}, "gnu": {"CROSS_COMPILE": "i686-linux-gnu-"}}
 TRAMPOLINES = ("__kernel_sigreturn", "__kernel_rt_sigreturn")
@@ -38,18 +38,9 @@ def images(built_with):
     return lambda tc: built_with("i386", TOOLCHAINS[tc])
 
 
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory):
-    target = load_target("i386")
-    return build_harness(target, tmp_path_factory.mktemp("i386-harness"), Builder(target, stream=io.StringIO()))
-
-
-def elf(path):
-    return ELFFile(open(path, "rb"))
-
-
-def dynsym(path):
-    return {s.name: s for s in elf(path).get_section_by_name(".dynsym").iter_symbols()}
+@pytest.fixture
+def harness(harnesses):
+    return harnesses("i386")
 
 
 @pytest.mark.parametrize("tc", TOOLCHAINS)

@@ -6,19 +6,16 @@ __vdso_riscv_hwprobe answering from the arch page as Linux fills it and
 leaving the rest to the syscall; and the harness checks of both able to fail.
 """
 
-import io
 
 import pytest
 from elftools.dwarf.callframe import CIE, FDE, instruction_name
-from elftools.elf.elffile import ELFFile
 
 from vdsogen.audit.check import check_image
 from vdsogen.audit.run import audit_path
-from vdsogen.build.toolchain import Builder
-from vdsogen.harness.driver import build_harness
 from vdsogen.spec.model import load_target
 
-from test_harness import build_broken, expected_checks, run_broken
+from conftest import dynsym, elf
+from test_harness import build_broken, expected_checks, harnesses, run_broken  # noqa: F401 (fixture)
 
 TOOLCHAINS = {"clang": {}, "gnu": {"CROSS_COMPILE": "riscv64-linux-gnu-"}}
 TRAMPOLINE = "__vdso_rt_sigreturn"
@@ -35,18 +32,9 @@ def images(built_with):
     return lambda tc: built_with("riscv64", TOOLCHAINS[tc])
 
 
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory):
-    target = load_target("riscv64")
-    return build_harness(target, tmp_path_factory.mktemp("riscv64-harness"), Builder(target, stream=io.StringIO()))
-
-
-def elf(path):
-    return ELFFile(open(path, "rb"))
-
-
-def dynsym(path):
-    return {s.name: s for s in elf(path).get_section_by_name(".dynsym").iter_symbols()}
+@pytest.fixture
+def harness(harnesses):
+    return harnesses("riscv64")
 
 
 @pytest.mark.parametrize("tc", TOOLCHAINS)

@@ -11,17 +11,16 @@ import io
 
 import pytest
 from elftools.dwarf.callframe import CIE, FDE
-from elftools.elf.elffile import ELFFile
 
 from vdsogen.audit.check import build_validator, check_image
 from vdsogen.audit.run import audit_path
 from vdsogen.build.image import build_target
 from vdsogen.build.toolchain import Builder
 from vdsogen.errors import BuildError
-from vdsogen.harness.driver import build_harness
 from vdsogen.spec.model import load_target
 
-from test_harness import build_broken, expected_checks, run_broken
+from conftest import dynsym, elf
+from test_harness import build_broken, expected_checks, harnesses, run_broken  # noqa: F401 (fixture)
 
 TOOLCHAINS = {"clang": {}, "gnu": {"CROSS_COMPILE": "s390x-linux-gnu-"}}
 SIGNAL_TRAMPOLINES = {"__kernel_sigreturn": 176, "__kernel_rt_sigreturn": 336}   # where the _sigregs are
@@ -37,18 +36,9 @@ def images(built_with):
     return lambda tc: built_with("s390x", TOOLCHAINS[tc])
 
 
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory):
-    target = load_target("s390x")
-    return build_harness(target, tmp_path_factory.mktemp("s390x-harness"), Builder(target, stream=io.StringIO()))
-
-
-def elf(path):
-    return ELFFile(open(path, "rb"))
-
-
-def dynsym(path):
-    return {s.name: s for s in elf(path).get_section_by_name(".dynsym").iter_symbols()}
+@pytest.fixture
+def harness(harnesses):
+    return harnesses("s390x")
 
 
 @pytest.mark.parametrize("tc", TOOLCHAINS)
