@@ -205,7 +205,7 @@ void grp_trap(void)
 		chk_end(&k);
 	}
 #endif
-#if defined(H_HAS_GETCPU) && !VDSO_HAS_ARCH_GETCPU
+#if defined(H_HAS_GETCPU) && !defined(H_GETCPU_IN_USER_SPACE)
 	if (h_fn[IMPL_GETCPU]) {
 		unsigned int *cpu = low_page();
 

@@ -230,7 +230,7 @@ def test_clock_getres_time64_export(tmp_path):
     """An image that also exports __vdso_clock_getres_time64 (as a 2025 patch
     proposes) passes the time64 clock_getres checks."""
     target = load_target("i386")
-    extra = Export("__vdso_clock_getres_time64", functions.get("clock_getres_time64"), "LINUX_2.6", "global", ())
+    extra = Export("__vdso_clock_getres_time64", functions.get("clock_getres_time64"), "LINUX_2.6", "global", (), "core")
     variant = dataclasses.replace(target, exports=(*target.exports, extra))
     out = io.StringIO()
     builder = Builder(variant, stream=out)

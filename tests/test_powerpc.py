@@ -9,7 +9,9 @@ cannot keep it so, and an image that writes it fails check), ppc64 exports
 are plain code labels with no .opd and no relocation, the entry wrappers'
 CFI describes every register they change, and the trampolines' signal-frame
 CFI, evaluated here, finds every register in the pt_regs the kernel saved.
-sync_dicache carries Linux's CPU-feature fixup for coherent i-caches: the
+On ppc64 getcpu is a frameless leaf of asm that reads USPRG3 (SPR 259),
+which qemu-user reads as 0: an arch check patches the read to load chosen
+values and checks their decoding.  sync_dicache carries Linux's CPU-feature fixup for coherent i-caches: the
 __ftr_fixup entry is Linux's, the harness applies it for the CPU features it
 plays (both paths run), and it refuses a table the kernel could not apply.
 """
@@ -59,6 +61,8 @@ def test_builds_checks_audits_and_runs(name, tmp_path):
     assert test.returncode == 0, test.stdout + test.stderr
     passed = {line[3:] for line in test.stdout.splitlines() if line.startswith("ok ")}
     assert ARCH_CHECKS <= passed, test.stdout
+    # ppc64 getcpu reads USPRG3; the arch check feeds it values qemu-user cannot.
+    assert name == "ppc32" or {"getcpu", "getcpu.usprg3"} <= passed, test.stdout
     # A libc's own function descriptor (TOC 0) reaches the ELFv1 code labels.
     assert name != "ppc64" or "get_tbfreq.descriptor" in passed, test.stdout
     # Unwinding from a handler through each trampoline's CFI, and returning through it.
@@ -195,10 +199,17 @@ def test_entries_leave_r2_alone_and_the_c_needs_no_toc(built, name):
     img = ElfImage(str(so))
     text = img.section(".text")
     code = img.data[text.offset:text.offset + text.size]
-    words = [int.from_bytes(code[i:i + 4], img.endian) for i in range(0, len(code), 4)]
-    writes_r2 = [w for w in words if w >> 26 in (14, 15) and (w >> 21) & 31 == 2]   # addi/addis r2, ...
-    # Only the ELFv2 global entry prologues of the C functions (never run) set r2.
-    assert len(writes_r2) == (2 * len(target.core_functions) if name == "ppc64le" else 0), writes_r2
+    words = {text.addr + i: int.from_bytes(code[i:i + 4], img.endian) for i in range(0, len(code), 4)}
+    writes_r2 = {a: w for a, w in words.items() if w >> 26 in (14, 15) and (w >> 21) & 31 == 2}  # addi/addis r2
+    # Only the ELFv2 global entry prologues of C functions (never run: the
+    # wrappers call the local entry) set r2: addis r2,r12 then addi r2,r2.
+    with open(dbg, "rb") as f:
+        starts = {s["st_value"] for s in ELFFile(f).get_section_by_name(".symtab").iter_symbols()
+                  if s["st_info"]["type"] == "STT_FUNC"}
+    prologue = {a for s in starts if s in writes_r2 for a in (s, s + 4)}
+    assert name == "ppc64le" or not writes_r2, writes_r2
+    assert set(writes_r2) == prologue, sorted(hex(a) for a in set(writes_r2) ^ prologue)
+    assert all(writes_r2[a] >> 16 == 0x3C4C and writes_r2[a + 4] >> 16 == 0x3842 for a in prologue if a in starts)
 
 
 # Edits of a trampoline's CFI, and the unwind check that must then fail
@@ -337,3 +348,41 @@ def test_harness_rejects_a_bad_feature_fixup_table(name, case, built, harnesses,
     bad.write_bytes(bytes(data))
     status, outcome, output = run_broken(target, harnesses(name), bad)
     assert status != 0 and "patch" in outcome.failed, output
+
+
+# --- getcpu from USPRG3 -------------------------------------------------------
+
+MFSPR_259, RD_FIELD, SC, BLR = 0x7C0342A6, 0x03E00000, 0x44000002, 0x4E800020
+
+
+@pytest.mark.parametrize("name", ["ppc64", "ppc64le"])
+def test_getcpu_is_a_leaf_reading_usprg3(built, name):
+    """No frame, no syscall, no data page: one SPR read and two stores."""
+    target, so, _ = built(name)
+    assert [e.arch_impl for e in target.exports if e.impl == "getcpu"] == [True]
+    img = ElfImage(str(so))
+    sym = next(s for s in img.dynsym if s.name == "__kernel_getcpu")
+    words = [word(img, img.offset_of(sym.value) + i) for i in range(0, sym.size, 4)]
+    assert [w & ~RD_FIELD for w in words].count(MFSPR_259) == 1, [hex(w) for w in words]
+    assert SC not in words and words[-1] == BLR
+    assert not any(w >> 26 in (37, 62) and (w >> 16) & 31 == 1 for w in words), "stwu/stdu r1: a frame"
+    assert len(words) <= 12
+
+
+# Edits of impl-getcpu.S, which the generic getcpu check cannot see under
+# qemu-user (USPRG3 reads 0 there), and the checks that must then fail.
+GETCPU_BREAKAGES = {
+    "node-shift": ([("srwi\t%r5, %r5, 16", "srwi\t%r5, %r5, 15")], {"getcpu.usprg3"}),
+    "cpu-mask": ([("clrlwi\t%r6, %r5, 16", "clrlwi\t%r6, %r5, 0")], {"getcpu.usprg3"}),
+    "no-register": ([("mfspr\t%r5, 259", "li\t%r5, 0")], {"getcpu.usprg3"}),
+    "result": ([("1:\tli\t%r3, 0", "1:\tli\t%r3, 1")], {"getcpu", "getcpu.usprg3"}),
+}
+
+
+@pytest.mark.parametrize("breakage", sorted(GETCPU_BREAKAGES))
+def test_harness_catches_a_wrong_usprg3_getcpu(breakage, harnesses, tmp_path):
+    target = load_target("ppc64le")
+    edits, failing = GETCPU_BREAKAGES[breakage]
+    image = build_broken(target, tmp_path / "image", {"impl-getcpu.S": edits})
+    status, outcome, output = run_broken(target, harnesses("ppc64le"), image)
+    assert status == 1 and set(outcome.failed) == failing, output

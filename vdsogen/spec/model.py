@@ -64,6 +64,10 @@ class Export:
     version: str
     binding: str
     aliases: tuple
+    # "core" or "arch": the function's own place (functions.toml), or "arch"
+    # where the spec moves a core function into an arch fragment (powerpc's
+    # getcpu, a few instructions of asm around one register read)
+    where: str
 
     @property
     def impl(self):
@@ -72,7 +76,7 @@ class Export:
     @property
     def arch_impl(self):
         """Implemented by arch/<arch>/impl-<impl>.S.j2, not by the core."""
-        return self.function.where == "arch"
+        return self.where == "arch"
 
 
 @dataclass(frozen=True)
@@ -206,7 +210,16 @@ class Target:
 
     @property
     def core_functions(self):
-        return tuple(f for f in self.functions if f.where == "core")
+        """The functions the generic C core implements for this target."""
+        out = {}
+        for e in self.core_exports:
+            out.setdefault(e.function.name, e.function)
+        return tuple(out.values())
+
+    @property
+    def getcpu_in_user_space(self):
+        """getcpu answers without the syscall: a C hook or an arch entry."""
+        return bool(self.getcpu) or any(e.impl == "getcpu" and e.arch_impl for e in self.exports)
 
     def symbols(self):
         """Every exported (name, version, binding): entries, aliases, trampolines."""
@@ -396,8 +409,11 @@ def _parse(name, path, top, tree, kc=None):
         if function is None:
             xt.error("impl", f"no implementation {impl!r}: vdsogen/spec/functions.toml declares "
                              f"{', '.join(functions.catalogue())}")
-        if function.where == "arch":
-            need_fragment(xt, "impl", f"impl-{impl}.S.j2")
+        where = xt.str("where", function.where, choices=functions.WHERE)
+        if where == "core" and function.where == "arch":
+            xt.error("where", f"{impl} has no implementation in the core (functions.toml: where = \"arch\")")
+        if where == "arch":
+            need_fragment(xt, "where" if function.where == "core" else "impl", f"impl-{impl}.S.j2")
         version = version_of(xt)
         binding = xt.str("binding", "global", choices=BINDINGS)
         aliases = []
@@ -409,7 +425,7 @@ def _parse(name, path, top, tree, kc=None):
         xt.done()
         if function.syscall and function.syscall not in numbers:
             st.error(f"numbers.{function.syscall}", f"missing: export {xname} falls back to it")
-        exports.append(Export(xname, function, version, binding, tuple(aliases)))
+        exports.append(Export(xname, function, version, binding, tuple(aliases), where))
     if not exports:
         top.error("export", "at least one export is needed")
 
@@ -494,8 +510,8 @@ def _parse(name, path, top, tree, kc=None):
     if gt is not None:
         getcpu = gt.str("fragment")
         need_fragment(gt, "fragment", f"getcpu-{getcpu}.h.j2")
-        if not any(e.impl == "getcpu" for e in exports):
-            gt.error("fragment", "no export implements getcpu")
+        if not any(e.impl == "getcpu" and not e.arch_impl for e in exports):
+            gt.error("fragment", "no export implements getcpu in the core (an arch entry has its own)")
         gt.done()
 
     entry = top.table("entry")

@@ -34,9 +34,6 @@ typedef struct vdso_timestamp vdso_timestamp_t;
 #define VDSO_COUNTER_MASK		1
 #define VDSO_COUNTER_CLAMP_BACKWARDS	0
 
-/* getcpu answers from vdso_arch_getcpu() (none: always the syscall), the syscall when it cannot. */
-#define VDSO_HAS_ARCH_GETCPU	0
-
 /* Resolution of the coarse clocks: one tick. */
 #define VDSO_LOW_RES_NSEC	4000000
 /* Clock mode NONE: coarse clocks and time() from the page (0, as Linux) or by syscall (1). */

@@ -31,9 +31,3 @@ long vdso_c_time(long *t, const vdso_time_data_t *vd)
 {
 	return vdso_time(vd, t);
 }
-
-long vdso_c_getcpu(unsigned int *cpu, unsigned int *node, void *unused) __attribute__((visibility("hidden")));
-long vdso_c_getcpu(unsigned int *cpu, unsigned int *node, void *unused)
-{
-	return vdso_getcpu(cpu, node, unused);
-}

@@ -72,6 +72,5 @@
 	vdso_entry __kernel_clock_getres, vdso_c_clock_getres, %r5, 1
 	vdso_entry __kernel_gettimeofday, vdso_c_gettimeofday, %r5, 1
 	vdso_entry __kernel_time, vdso_c_time, %r4, 0
-	vdso_entry __kernel_getcpu, vdso_c_getcpu, , 1
 
 	.section .note.GNU-stack, "", %progbits

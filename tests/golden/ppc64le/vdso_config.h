@@ -13,7 +13,7 @@
 #define VDSO_HAS_TIME	1
 #define VDSO_HAS_CLOCK_GETRES	1
 #define VDSO_HAS_CLOCK_GETRES_TIME64	0
-#define VDSO_HAS_GETCPU	1
+#define VDSO_HAS_GETCPU	0
 
 /* Layout linux-6.17-powerpc64: the time data, its clock records and timestamps. */
 typedef struct vdso_time_data vdso_time_data_t;
@@ -33,9 +33,6 @@ typedef struct vdso_timestamp vdso_timestamp_t;
 #define VDSO_COUNTER_FIRST_MODE		1
 #define VDSO_COUNTER_MASK		0
 #define VDSO_COUNTER_CLAMP_BACKWARDS	0
-
-/* getcpu answers from vdso_arch_getcpu() (none: always the syscall), the syscall when it cannot. */
-#define VDSO_HAS_ARCH_GETCPU	0
 
 /* Resolution of the coarse clocks: one tick. */
 #define VDSO_LOW_RES_NSEC	4000000
