@@ -1,0 +1,262 @@
+#!/bin/sh
+# The harness on a real kernel: Debian bookworm's stock linux-image (6.1)
+# for the ABI, booted under qemu-system (TCG) with two CPUs on two NUMA
+# nodes (CPU 0 on node 0, CPU 1 on node 1) and an initramfs whose /init
+# (scripts/e2e/harness-init.c) prints what the getcpu syscall says on each
+# CPU, runs the vdsogen harness on a vdsogen-built image, and powers off.
+# What the kernel gives each CPU (ppc64le: SPR 259, node << 16 | cpu) is
+# what qemu-user cannot show: here the harness's getcpu check compares the
+# image's answer with the syscall's on CPU 0 / node 0 and CPU 1 / node 1.
+#
+#   sh scripts/kernel-harness.sh [ppc64le]
+#
+# Not part of the test suite.  It runs scripts/setup.sh, then installs what
+# else it needs when missing (qemu-system-ppc, cpio; apt-get), downloads
+# the kernel package from the Debian mirror the host's apt uses
+# ($VDSOGEN_DEBIAN_MIRROR overrides it) through a private apt configuration,
+# and keeps everything outside the repository, in
+# $VDSOGEN_KERNEL_CACHE/ABI (default /var/tmp/vdsogen-kernel/ABI):
+#   apt/          the private apt configuration and its package lists
+#   vmlinux-REL   the kernel, carved out of the .deb (which is not kept)
+#   kernel        "PACKAGE VERSION REL" of that kernel
+#   run/          the image, the harness, the initramfs, console.log
+# A rerun reuses the kernel; the package lists are refreshed once a day
+# (VDSOGEN_KERNEL_REFRESH=1: now), and a failed refresh falls back to the
+# kernel already there.  BOOT_TIMEOUT (seconds, default 600) bounds the
+# boot; qemu and the builds run under nice.
+#
+# Prints the harness's output, init's cpu/node lines and the fetch, build
+# and boot times.  Exit status 0 only when the harness exited 0, its
+# summary says 0 failed, "ok getcpu" is there and init saw CPU 1 on node 1;
+# 1 with a one-line reason otherwise; 2 for a usage or set-up error.
+set -eu
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ABI=${1:-ppc64le}
+[ $# -le 1 ] || { echo "usage: $0 [ppc64le]" >&2; exit 2; }
+VDSOGEN=$ROOT/.venv/bin/vdsogen
+BOOT_TIMEOUT=${BOOT_TIMEOUT:-600}
+
+say() { printf '  %-7s %s\n' "$1" "$2"; }
+die() { echo "kernel-harness: $*" >&2; exit 2; }
+fail() { echo "kernel-harness: FAIL ($*)"; exit 1; }
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+secs() { echo "$(( $1 / 1000 )).$(printf %03d $(( $1 % 1000 )))"; }
+
+# -- the ABI: what Debian calls it, its kernel, its cross compiler, its qemu --
+# Another ABI is one more entry: the same variables, and boot_args printing
+# qemu's machine arguments (everything but -kernel, -initrd and -append).
+case $ABI in
+ppc64le)
+	DEBARCH=ppc64el
+	FLAVOUR=powerpc64le
+	KIMAGE='./boot/vmlinux-*'	# where the .deb keeps the kernel
+	CC=powerpc64le-linux-gnu-gcc
+	QEMU=qemu-system-ppc64
+	QEMU_PKG=qemu-system-ppc
+	CONSOLE=hvc0
+	# pseries under TCG, POWER9, one CPU per socket so each can sit on its
+	# own node; the spectre capabilities TCG cannot give are declared off
+	# (qemu warns otherwise); memory in 256 MiB blocks, 512 MiB per node.
+	boot_args() {
+		echo "-M pseries,cap-cfpc=broken,cap-sbbc=broken,cap-ibs=broken,cap-ccf-assist=off" \
+			"-cpu power9 -smp 2,sockets=2,cores=1,threads=1 -m 1G" \
+			"-object memory-backend-ram,id=m0,size=512M -object memory-backend-ram,id=m1,size=512M" \
+			"-numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1,memdev=m1"
+	}
+	;;
+*)
+	echo "usage: $0 [ppc64le]" >&2
+	exit 2
+	;;
+esac
+CACHE=${VDSOGEN_KERNEL_CACHE:-/var/tmp/vdsogen-kernel}/$ABI
+RUN=$CACHE/run
+
+# -- packages -------------------------------------------------------------------
+sh "$ROOT/scripts/setup.sh"
+PKGS="$QEMU_PKG cpio gzip"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+if [ -n "$missing" ]; then
+	say SETUP "apt-get install$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	$SUDO apt-get update -qq
+	# shellcheck disable=SC2086 # one word per package
+	$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+# -- the kernel: bookworm's linux-image-FLAVOUR, through a private apt ------------
+# The host's Debian mirror (and its security archive, where the kernel's
+# updates land first): the first such URI of its deb822 or one-line sources.
+host_uri() {	# SUFFIX: debian or debian-security
+	cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
+		sed -n -e "s/^URIs:[[:space:]]*\(http[^[:space:]]*\/$1\)\/\{0,1\}[[:space:]]*\$/\1/p" \
+		       -e "s/^deb[[:space:]]\{1,\}\(\[[^]]*\][[:space:]]\{1,\}\)\{0,1\}\(http[^[:space:]]*\/$1\)\/\{0,1\}[[:space:]].*/\2/p" |
+		head -n 1
+}
+MIRROR=${VDSOGEN_DEBIAN_MIRROR:-$(host_uri debian)}
+SECURITY=${VDSOGEN_DEBIAN_SECURITY:-$(host_uri debian-security)}
+
+APT=$CACHE/apt
+mkdir -p "$APT/etc/apt.conf.d" "$APT/etc/preferences.d" "$APT/etc/sources.list.d" \
+	"$APT/state/lists/partial" "$APT/cache/archives/partial" "$RUN"
+[ -f "$APT/state/status" ] || : >"$APT/state/status"
+exec 9>"$CACHE/.lock"
+flock -n 9 || die "another run is using $CACHE"
+cat >"$APT/apt.conf" <<EOF
+Dir::Etc "$APT/etc";
+Dir::State "$APT/state";
+Dir::State::status "$APT/state/status";
+Dir::Cache "$APT/cache";
+Dir::Cache::pkgcache "$APT/cache/pkgcache.bin";
+Dir::Cache::srcpkgcache "$APT/cache/srcpkgcache.bin";
+APT::Architecture "$DEBARCH";
+APT::Architectures "$DEBARCH";
+Acquire::Languages "none";
+Acquire::GzipIndexes "true";
+APT::Sandbox::User "root";
+EOF
+apt_get() { apt-get -c "$APT/apt.conf" "$@"; }
+apt_cache() { apt-cache -c "$APT/apt.conf" "$@"; }
+
+have_kernel() { [ -f "$CACHE/kernel" ] && [ -f "$CACHE/vmlinux-$(awk '{ print $3 }' "$CACHE/kernel")" ]; }
+
+t0=$(now_ms)
+refresh=${VDSOGEN_KERNEL_REFRESH:-0}
+have_kernel || refresh=1
+[ -n "$(find "$APT/state/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null)" ] || refresh=1
+fetched=0
+if [ "$refresh" -eq 1 ]; then
+	if [ -n "$MIRROR" ]; then
+		{
+			echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR bookworm main"
+			echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR bookworm-updates main"
+			[ -z "$SECURITY" ] ||
+				echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $SECURITY bookworm-security main"
+		} >"$APT/etc/sources.list"
+		say APT "update ($MIRROR${SECURITY:+, $SECURITY}: bookworm; $DEBARCH)"
+		# A list that fails (a mirror mid-sync) is left out; the rest are used.
+		apt_get -qq update >"$RUN/apt.log" 2>&1 ||
+			say APT "$(grep -c '^E: Failed to fetch' "$RUN/apt.log") list(s) failed; the others are used (see $RUN/apt.log)"
+	else
+		say APT "no Debian mirror in the host's apt sources (set VDSOGEN_DEBIAN_MIRROR)"
+	fi
+	# The metapackage's candidate depends on the versioned image package.
+	pkg=$(apt_cache depends "linux-image-$FLAVOUR" 2>/dev/null |
+		sed -n "s/^ *Depends: \(linux-image-[0-9][^ ]*-$FLAVOUR\)\$/\1/p" | head -n 1)
+	ver=""
+	[ -z "$pkg" ] || ver=$(apt_cache policy "$pkg" 2>/dev/null | sed -n 's/^ *Candidate: //p')
+	if [ -z "$pkg" ] || [ -z "$ver" ] || [ "$ver" = "(none)" ]; then
+		have_kernel || die "no linux-image-$FLAVOUR package for $DEBARCH in bookworm (see $RUN/apt.log)"
+		say APT "no package list: keeping the kernel in $CACHE"
+	elif ! grep -qx "$pkg $ver .*" "$CACHE/kernel" 2>/dev/null || ! have_kernel; then
+		say GET "$pkg $ver ($DEBARCH)"
+		debs=$CACHE/debs
+		rm -rf "$debs"
+		mkdir -p "$debs"
+		(cd "$debs" && apt_get -qq download "$pkg=$ver" >"$RUN/download.log" 2>&1) ||
+			{ have_kernel || die "could not download $pkg $ver (see $RUN/download.log)"; }
+		deb=""
+		for f in "$debs"/*.deb; do [ -f "$f" ] && deb=$f && break; done
+		if [ -n "$deb" ]; then
+			rel=${pkg#linux-image-}
+			say UNPACK "$KIMAGE from $(basename "$deb")"
+			rm -rf "$debs/x"
+			mkdir -p "$debs/x"
+			dpkg-deb --fsys-tarfile "$deb" | (cd "$debs/x" && tar -x --wildcards "$KIMAGE")
+			img=""
+			for f in "$debs"/x/boot/*; do [ -f "$f" ] && img=$f && break; done
+			[ -n "$img" ] || die "no kernel image in $deb"
+			mv "$img" "$CACHE/vmlinux-$rel.tmp"
+			mv "$CACHE/vmlinux-$rel.tmp" "$CACHE/vmlinux-$rel"
+			echo "$pkg $ver $rel" >"$CACHE/kernel"
+			fetched=1
+		else
+			say GET "download failed: keeping the kernel in $CACHE"
+		fi
+		rm -rf "$debs"
+	fi
+fi
+have_kernel || die "no kernel in $CACHE"
+read -r KPKG KVER KREL <"$CACHE/kernel"
+VMLINUX=$CACHE/vmlinux-$KREL
+# Kernels this replaced are not kept.
+for f in "$CACHE"/vmlinux-*; do
+	[ "$f" = "$VMLINUX" ] || rm -f "$f"
+done
+fetch_ms=$(( $(now_ms) - t0 ))
+if [ "$fetched" -eq 1 ]; then how=downloaded; else how=cached; fi
+say KERNEL "$KPKG $KVER ($how): $VMLINUX"
+
+# -- the image and the harness: vdsogen test (which also runs it under qemu-user) --
+t0=$(now_ms)
+W=$RUN/work
+rm -rf "$W"
+say TEST "vdsogen test --arch=$ABI --workdir $W (qemu-user)"
+if nice -n 10 "$VDSOGEN" test --arch="$ABI" --workdir "$W" >"$RUN/vdsogen-test.log" 2>&1; then
+	say TEST "under qemu-user: $(grep -E '^[0-9]+ passed, [0-9]+ failed' "$RUN/vdsogen-test.log" | tail -n 1)"
+else
+	say TEST "under qemu-user: failed (see $RUN/vdsogen-test.log); booting anyway"
+fi
+IMAGE=$W/image/vdso.so
+HARNESS=$W/harness/harness
+[ -f "$IMAGE" ] || fail "vdsogen built no $IMAGE (see $RUN/vdsogen-test.log)"
+[ -f "$HARNESS" ] || fail "vdsogen built no $HARNESS (see $RUN/vdsogen-test.log)"
+
+say CC "$RUN/init (static)"
+$CC -static -O2 -Wall -Wextra -Werror "$ROOT/scripts/e2e/harness-init.c" -o "$RUN/init"
+
+# The initramfs: /init, /harness, /vdso.so and, when we may make device
+# nodes, /dev/console (init mounts devtmpfs and opens it there otherwise).
+ROOTFS=$RUN/rootfs
+rm -rf "$ROOTFS"
+mkdir -p "$ROOTFS/dev" "$ROOTFS/proc" "$ROOTFS/sys" "$ROOTFS/tmp"
+cp "$RUN/init" "$ROOTFS/init"
+cp "$HARNESS" "$ROOTFS/harness"
+cp "$IMAGE" "$ROOTFS/vdso.so"
+[ "$(id -u)" -ne 0 ] || mknod "$ROOTFS/dev/console" c 5 1
+(cd "$ROOTFS" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) | gzip -1 >"$RUN/initramfs.cpio.gz"
+build_ms=$(( $(now_ms) - t0 ))
+say CPIO "$RUN/initramfs.cpio.gz ($(wc -c <"$RUN/initramfs.cpio.gz") bytes)"
+
+# -- boot under TCG ---------------------------------------------------------------
+say QEMU "$QEMU, 2 CPUs on 2 NUMA nodes (timeout ${BOOT_TIMEOUT} s)"
+LOG=$RUN/console.log
+t0=$(now_ms)
+set +e
+# shellcheck disable=SC2046 # boot_args is a list of words
+timeout "$BOOT_TIMEOUT" nice -n 19 "$QEMU" $(boot_args) \
+	-nodefaults -nographic -no-reboot -monitor none -serial stdio \
+	-kernel "$VMLINUX" -initrd "$RUN/initramfs.cpio.gz" \
+	-append "console=$CONSOLE quiet loglevel=3 panic=-1" </dev/null >"$LOG" 2>&1
+status=$?
+set -e
+boot_ms=$(( $(now_ms) - t0 ))
+
+# The console without the firmware's terminal escapes: the kernel's version,
+# init's lines (the early console may share a line with the first) and the
+# harness's.
+CLEAN=$RUN/console.txt
+sed -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e 's/\x1bc//g' -e 's/\r//g' "$LOG" >"$CLEAN"
+grep -a -o -E 'Linux version [^ ]+|init: .*|^(ok |FAIL |# ).*|^[0-9]+ passed, [0-9]+ failed.*' "$CLEAN" || true
+echo
+echo "kernel fetch: $(secs "$fetch_ms") s ($how); image, harness and initramfs: $(secs "$build_ms") s;" \
+	"boot and harness under TCG: $(secs "$boot_ms") s"
+
+[ "$status" -ne 124 ] || fail "the boot timed out after $BOOT_TIMEOUT s; console: $LOG"
+exit_line=$(grep -a -o -E 'init: harness exit -?[0-9]+' "$CLEAN" | tail -n 1)
+[ -n "$exit_line" ] || fail "the harness did not finish (qemu exit status $status); console: $LOG"
+code=${exit_line##* }
+[ "$code" -eq 0 ] || fail "the harness exited $code; console: $LOG"
+summary=$(grep -a -E '^[0-9]+ passed, [0-9]+ failed' "$CLEAN" | tail -n 1)
+[ -n "$summary" ] || fail "no summary line from the harness; console: $LOG"
+echo "$summary" | grep -q ' 0 failed' || fail "the harness says: $summary"
+grep -a -q -x 'ok getcpu' "$CLEAN" || fail "no 'ok getcpu' line: the getcpu check did not run or failed"
+grep -a -q -E 'init: cpu 1 node 1( |$)' "$CLEAN" ||
+	fail "init did not see CPU 1 on node 1: the getcpu comparison proves nothing"
+echo "kernel-harness: PASS ($ABI on $KREL: $summary)"
