@@ -131,6 +131,11 @@ int check_image(void)
 			    h_im.soname ? h_im.soname : "missing", H_SONAME);
 		return 0;
 	}
+	if ((!H_HASH_SYSV && h_im.hash) || (!H_HASH_GNU && h_im.gnu_hash)) {
+		report_fail("image", "%s present, the ABI's vDSO has %s only (hash_styles)",
+			    !H_HASH_SYSV && h_im.hash ? "DT_HASH" : "DT_GNU_HASH", H_HASH_TABLES);
+		return 0;
+	}
 	report_ok("image");
 	return 0;
 }
@@ -182,10 +187,10 @@ static void check_symbol(long i)
 	chk_start(&k, "symbol.%s", s->name);
 	g = h_lookup_gnu(&h_im, s->name, s->version);
 	h = h_lookup_sysv(&h_im, s->name, s->version);
-	/* MIPS images carry DT_HASH only, as Linux's (audit rule X002). */
-	if (g < 0 && (h_im.gnu_hash || H_ELF_MACHINE != EM_MIPS))
+	/* Found through every table the image has; the ABI's tables (H_HASH_*) must be there. */
+	if (g < 0 && (h_im.gnu_hash || H_HASH_GNU))
 		chk_fail(&k, "not found through DT_GNU_HASH");
-	if (h < 0)
+	if (h < 0 && (h_im.hash || H_HASH_SYSV))
 		chk_fail(&k, "not found through DT_HASH");
 	if (g >= 0 && h >= 0 && g != h)
 		chk_fail(&k, "DT_GNU_HASH finds symbol %ld, DT_HASH symbol %ld", g, h);

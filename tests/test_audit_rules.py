@@ -196,3 +196,41 @@ def test_quirks_of_real_images_are_not_errors(corpus, tmp_path):
     sec = m.section(".dynamic")
     m.put("W", sec.hdr_offset + 8, sec.flags | 1)          # sh_flags |= SHF_WRITE
     assert findings(m.save(tmp_path / "wa.so")) == []
+
+
+def x002(path, expect):
+    return [f.message for f in rules.run(rules.Context(ElfImage(str(path)), expect), only={"X002"})]
+
+
+def test_x002_follows_the_catalogue(corpus):
+    """X002 asks for DT_GNU_HASH where the detected ABI's hash_styles has
+    "gnu": an x86_64 image without one is a warning, a MIPS image (sysv only,
+    as Linux links it) is not; an x86_64 entry saying sysv only would not ask."""
+    import dataclasses
+    from vdsogen.spec import abi
+
+    sysv_only = corpus("x86_64-sysv-hash-only")
+    assert {(f.rule, f.severity) for f in findings(sysv_only)} == {("X002", "warning")}
+    assert {(f.rule, f.severity) for f in findings(sysv_only, profile="strict")} == {("X002", "error")}
+    for name in ("mips-o32", "mips-n32-be", "mips-n64"):
+        path = corpus(name)
+        assert ElfImage(str(path)).dyn("GNU_HASH") is None
+        assert audit_path(path).detection.abi.hash_styles == ("sysv",)
+        assert "X002" not in {f.rule for f in findings(path, profile="strict")}, name
+    x86 = abi.get("x86_64")
+    assert x002(sysv_only, rules.Expect(abi_info=x86)) == ["no DT_GNU_HASH"]
+    assert x002(sysv_only, rules.Expect(abi_info=dataclasses.replace(x86, hash_styles=("sysv",)))) == []
+    mips = abi.get("mips-n64")
+    assert x002(corpus("mips-n64"), rules.Expect(abi_info=dataclasses.replace(mips, hash_styles=("sysv", "gnu")))) \
+        == ["no DT_GNU_HASH"]
+
+
+def test_x002_without_a_catalogue_abi(corpus, tmp_path):
+    """An image of no catalogue ABI: DT_GNU_HASH is asked for except on MIPS, as before the catalogue said it."""
+    assert x002(corpus("x86_64-sysv-hash-only"), rules.Expect()) == ["no DT_GNU_HASH"]
+    assert x002(corpus("mips-n64"), rules.Expect()) == []
+    m = Mutant(corpus("x86_64-sysv-hash-only"))
+    m.set_e_machine(43)     # EM_SPARCV9: none of the catalogue's ABIs
+    report = audit_path(m.save(tmp_path / "sparc.so"))
+    assert report.detection.abi is None
+    assert "X002" in {f.rule for f in report.findings}

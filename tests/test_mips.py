@@ -84,6 +84,22 @@ def test_linux_identity(name, toolchain, tmp_path):
     assert check.returncode == 0 and "0 error(s), 0 warning(s)" in check.stdout, check.stdout
 
 
+@pytest.mark.parametrize("name", MIPS)
+def test_hash_tables_come_from_the_catalogue(name, built):
+    """DT_HASH only, because the ABI catalogue says so (hash_styles), not
+    the spec: the link flag follows the ABI, and x86_64's image, of an ABI
+    with the default, has both tables."""
+    target, so, _ = built(name)
+    assert target.abi.hash_styles == ("sysv",) and target.abi.hash_style == "sysv"
+    assert not [f for f in target.toolchain.ldflags if "hash-style" in f]
+    img = ElfImage(str(so))
+    assert img.dyn("HASH") is not None and img.dyn("GNU_HASH") is None
+    x86, x86_so, _ = built("x86_64")
+    assert x86.abi.hash_styles == ("sysv", "gnu")
+    img = ElfImage(str(x86_so))
+    assert img.dyn("HASH") is not None and img.dyn("GNU_HASH") is not None
+
+
 @pytest.mark.parametrize("name", MIPS + N32)
 def test_the_counter_read_is_rdhwr_count(name, tmp_path):
     """The real build's read is `rdhwr $2, $2`, found by check (T002); an

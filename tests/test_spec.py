@@ -125,3 +125,78 @@ def test_spec_against_catalogue(project_copy, tmp_path, case):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert f"specs/{target}.toml: {key}: " in proc.stderr and message in proc.stderr, proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+# The ABI catalogue (vdsogen/spec/abi.toml) is no spec: a test edits a copy of it, put in its place.
+
+@pytest.fixture
+def catalogue_copy(tmp_path, monkeypatch):
+    """A private copy of vdsogen/spec/abi.toml that abi.catalogue() reads instead."""
+    from vdsogen.spec import abi
+    path = tmp_path / "abi.toml"
+    path.write_text(abi.CATALOGUE.read_text())
+    monkeypatch.setattr(abi, "CATALOGUE", path)
+    abi.catalogue.cache_clear()
+    yield path
+    abi.catalogue.cache_clear()
+
+
+HASH_STYLES_CASES = [
+    ('hash_styles = ["sysv", "elf"]', "mips-n64.hash_styles[1]", "'elf' is not one of sysv, gnu"),
+    ('hash_styles = ["sysv", "sysv"]', "mips-n64.hash_styles[1]", "'sysv' is listed twice"),
+    ('hash_styles = []', "mips-n64.hash_styles", "empty: a vDSO needs at least one of sysv, gnu"),
+    ('hash_styles = "sysv"', "mips-n64.hash_styles", "expected an array, got string"),
+    ('hash_styles = [1]', "mips-n64.hash_styles[0]", "expected a string, got integer"),
+]
+
+
+@pytest.mark.parametrize("case", HASH_STYLES_CASES, ids=[c[0] for c in HASH_STYLES_CASES])
+def test_bad_hash_styles_in_the_catalogue(catalogue_copy, tmp_path, capsys, case):
+    """A bad hash_styles is an error naming the catalogue and the key, for every target."""
+    from vdsogen import cli
+    new, key, message = case
+    head, tail = catalogue_copy.read_text().split("[mips-n64]\n", 1)
+    assert 'hash_styles = ["sysv"]' in tail.split("\n[", 1)[0]
+    catalogue_copy.write_text(head + "[mips-n64]\n" + tail.replace('hash_styles = ["sysv"]', new, 1))
+    out = tmp_path / "o"
+    assert cli.main(["build", "--arch=x86_64", f"--out={out}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert f"{catalogue_copy}: {key}: {message}" in err, err
+    assert not out.exists()
+
+
+def test_hash_styles_default_to_both():
+    from vdsogen.spec import abi
+    for a in abi.catalogue().values():
+        want = ("sysv",) if a.machine == 8 else ("sysv", "gnu")      # EM_MIPS: Linux links sysv only
+        assert a.hash_styles == want, a.name
+        assert a.hash_style == ("sysv" if a.machine == 8 else "both")
+
+
+def test_the_link_takes_its_hash_style_from_the_catalogue(catalogue_copy, tmp_path, capsys):
+    """x86_64's image has DT_GNU_HASH; with the catalogue's x86_64 entry
+    saying sysv only, the same spec links without it, check agrees (X002
+    follows the catalogue) and the harness is told (H_HASH_GNU 0)."""
+    from vdsogen import cli
+    from vdsogen.elf.reader import ElfImage
+    from vdsogen.harness.driver import harness_sources
+    from vdsogen.spec import abi
+    from vdsogen.spec.model import load_target
+
+    def build(out):
+        assert cli.main(["build", "--arch=x86_64", f"--out={out}"]) == 0, capsys.readouterr()
+        img = ElfImage(str(out / "vdso.so"))
+        return img.dyn("HASH") is not None, img.dyn("GNU_HASH") is not None
+
+    assert build(tmp_path / "both") == (True, True)
+    text = catalogue_copy.read_text()
+    assert text.count("[x86_64]\n") == 1
+    catalogue_copy.write_text(text.replace("[x86_64]\n", '[x86_64]\nhash_styles = ["sysv"]\n'))
+    abi.catalogue.cache_clear()
+    assert abi.get("x86_64").hash_styles == ("sysv",)
+    assert build(tmp_path / "sysv") == (True, False)
+    assert cli.main(["check", "--arch=x86_64", str(tmp_path / "sysv" / "vdso.so")]) == 0
+    assert "0 error(s), 0 warning(s)" in capsys.readouterr().out
+    header = dict(harness_sources(load_target("x86_64")))["harness_target.h"]
+    assert "#define H_HASH_GNU\t\t0" in header and "#define H_HASH_SYSV\t\t1" in header

@@ -148,8 +148,9 @@ class Builder:
     def link(self, objs, script, out, drop=()):
         """Link; `drop` removes -Wl, options (tests build careless images with it)."""
         t = self.target
+        # The symbol hash tables are the ABI's (abi.toml hash_styles), as Linux links its vDSO.
         argv = [*self.tools.link, *self.tools.ld, "-nostdlib", "-shared",
-                f"-Wl,-T,{script}", "-Wl,--hash-style=both", "-Wl,--build-id=sha1",
+                f"-Wl,-T,{script}", f"-Wl,--hash-style={t.abi.hash_style}", "-Wl,--build-id=sha1",
                 f"-Wl,-soname={t.soname}", "-Wl,-z,noexecstack", "-Wl,-z,defs",
                 "-Wl,--no-undefined", f"-Wl,-z,max-page-size={t.datapage.page_size}",
                 f"-Wl,-z,common-page-size={t.datapage.page_size}"]

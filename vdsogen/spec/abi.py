@@ -18,6 +18,9 @@ from vdsogen.spec.toml import Table, load_toml
 
 CATALOGUE = Path(__file__).resolve().parent / "abi.toml"
 CONSUMERS = ("glibc", "musl", "go", "sysv")
+# The symbol hash tables an ABI's vDSO can carry (`hash_styles`), in this
+# order: DT_HASH ("sysv") and DT_GNU_HASH ("gnu"), as ld's --hash-style names them.
+HASH_STYLES = ("sysv", "gnu")
 CONSUMER_NAMES = {
     "glibc": "glibc",
     "musl": "musl",
@@ -83,6 +86,12 @@ class Abi:
     hash_word: int
     notes: str
     exports: tuple = ()      # of Export: every entry point a Linux of the ABI exports, up to 7.2
+    hash_styles: tuple = HASH_STYLES  # the symbol hash tables its vDSO carries, of HASH_STYLES
+
+    @property
+    def hash_style(self):
+        """The linker's --hash-style for this ABI: "both", "sysv" or "gnu"."""
+        return "both" if len(self.hash_styles) == 2 else self.hash_styles[0]
 
     def export(self, name):
         return next((e for e in self.exports if e.name == name), None)
@@ -140,6 +149,18 @@ def _words(t, key, default=None):
     return tuple(words or ())
 
 
+def _hash_styles(t):
+    styles = t.list("hash_styles", str, list(HASH_STYLES), "a string")
+    for i, style in enumerate(styles):
+        if style not in HASH_STYLES:
+            t.error(f"hash_styles[{i}]", f"{style!r} is not one of {', '.join(HASH_STYLES)}")
+        if style in styles[:i]:
+            t.error(f"hash_styles[{i}]", f"{style!r} is listed twice")
+    if not styles:
+        t.error("hash_styles", f"empty: a vDSO needs at least one of {', '.join(HASH_STYLES)}")
+    return tuple(s for s in HASH_STYLES if s in styles)
+
+
 def _abi(name, t):
     version = t.str("lookup_version")
     flags = []
@@ -165,7 +186,7 @@ def _abi(name, t):
               tuple(t.list("soname", str, kindname="a string")), tuple(t.list("versions", str, kindname="a string")),
               version, t.int("page_size"), tuple(t.list("core", str, kindname="a string")), tuple(flags),
               t.str("entry", None), tuple(tramps), _lookups(t.table("lookups"), version), t.int("hash_word", 4),
-              t.str("notes", ""), _exports(t, version, t.raw("versions")))
+              t.str("notes", ""), _exports(t, version, t.raw("versions")), _hash_styles(t))
     t.done()
     return abi
 

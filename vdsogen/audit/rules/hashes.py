@@ -16,14 +16,25 @@ def has_hash(ctx):
         yield "dynamic", "no DT_HASH"
 
 
-@rule("X002", "warning", "DT_GNU_HASH should be present (not on MIPS, which has only DT_HASH)",
+@rule("X002", "warning", "DT_GNU_HASH should be present where the ABI has it (the catalogue's hash_styles)",
       """glibc and the Go runtime prefer DT_GNU_HASH; kernels link with
-      --hash-style=both everywhere but on MIPS, where lld rejects
-      .gnu.hash and the kernel uses sysv only.""", check="error")
+      --hash-style=both except where the ABI catalogue
+      (vdsogen/spec/abi.toml) says otherwise: its `hash_styles` lists the
+      tables an ABI's vDSO carries, and the rule asks for DT_GNU_HASH where
+      that has "gnu" (MIPS has "sysv" only: lld rejects .gnu.hash there).
+      An image of no catalogue ABI is asked for it unless it is MIPS.""", check="error")
 def has_gnu_hash(ctx):
     img = ctx.image
-    if img.dynamic is not None and img.e_machine != EM_MIPS and img.dyn("GNU_HASH") is None:
+    if img.dynamic is not None and _wants_gnu_hash(ctx) and img.dyn("GNU_HASH") is None:
         yield "dynamic", "no DT_GNU_HASH"
+
+
+def _wants_gnu_hash(ctx):
+    """The image's ABI links with DT_GNU_HASH (the catalogue's hash_styles)."""
+    abi = ctx.expect.abi_info
+    if abi is not None:
+        return "gnu" in abi.hash_styles
+    return ctx.image.e_machine != EM_MIPS
 
 
 def _lookup_targets(img):
