@@ -101,10 +101,7 @@ def arch_checks(target):
     """The target's functions an arch fragment implements: each is checked by
     arch/ARCH/harness-check-NAME.c.j2, beside its implementation; then the
     arch's own checks the spec lists, by fragments of the same name."""
-    funcs = {}
-    for e in target.arch_exports:
-        funcs.setdefault(e.function.name, e.function)
-    return list(funcs.values()) + [ArchCheck(name) for name in target.harness.checks]
+    return list(target.arch_functions) + [ArchCheck(name) for name in target.harness.checks]
 
 
 def _render(env, target, name, **extra):

@@ -79,6 +79,11 @@ class Export:
         return self.where == "arch"
 
 
+def _functions_of(exports):
+    """The functions `exports` implement, once each, in export order."""
+    return tuple({e.function.name: e.function for e in exports}.values())
+
+
 @dataclass(frozen=True)
 class Trampoline:
     name: str
@@ -203,18 +208,17 @@ class Target:
     @property
     def functions(self):
         """The functions the exports implement, once each, in export order."""
-        out = {}
-        for e in self.exports:
-            out.setdefault(e.function.name, e.function)
-        return tuple(out.values())
+        return _functions_of(self.exports)
 
     @property
     def core_functions(self):
         """The functions the generic C core implements for this target."""
-        out = {}
-        for e in self.core_exports:
-            out.setdefault(e.function.name, e.function)
-        return tuple(out.values())
+        return _functions_of(self.core_exports)
+
+    @property
+    def arch_functions(self):
+        """The functions arch fragments implement (impl-NAME.S.j2) for this target."""
+        return _functions_of(self.arch_exports)
 
     @property
     def getcpu_in_user_space(self):
