@@ -53,32 +53,17 @@ MIRROR=$(mirror)
 
 ARCHES=amd64,i386,arm64,armhf,mips64el,ppc64el,riscv64,s390x,loong64
 APT="$CACHE/apt"
-mkdir -p "$APT/etc/apt.conf.d" "$APT/etc/preferences.d" "$APT/etc/sources.list.d" "$APT/state/lists/partial" \
-	"$APT/cache/archives/partial" "$CACHE/debs" "$CACHE/images"
-[ -f "$APT/state/status" ] || : >"$APT/state/status"
+mkdir -p "$CACHE/debs" "$CACHE/images"
 # One fetch at a time: they share the cache.
 exec 9>"$CACHE/.lock"
 flock -n 9 || { echo "$0: another fetch is using $CACHE" >&2; exit 2; }
+. "$ROOT/scripts/private-apt.sh"
+private_apt "$APT" amd64 "$ARCHES"
 : >"$APT/etc/sources.list"
 for suite in bookworm trixie sid; do
 	echo "deb [arch=$ARCHES signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR $suite main" \
 		>>"$APT/etc/sources.list"
 done
-cat >"$APT/apt.conf" <<EOF
-Dir::Etc "$APT/etc";
-Dir::State "$APT/state";
-Dir::State::status "$APT/state/status";
-Dir::Cache "$APT/cache";
-Dir::Cache::pkgcache "$APT/cache/pkgcache.bin";
-Dir::Cache::srcpkgcache "$APT/cache/srcpkgcache.bin";
-APT::Architecture "amd64";
-APT::Architectures "$ARCHES";
-Acquire::Languages "none";
-Acquire::GzipIndexes "true";
-APT::Sandbox::User "root";
-EOF
-apt_get() { apt-get -c "$APT/apt.conf" "$@"; }
-apt_cache() { apt-cache -c "$APT/apt.conf" "$@"; }
 
 echo "  APT     update ($MIRROR: bookworm trixie sid; $ARCHES)"
 apt_get -qq update

@@ -26,20 +26,7 @@ BOOT_TIMEOUT=${BOOT_TIMEOUT:-900}
 say() { printf '  %-7s %s\n' "$1" "$2"; }
 
 # -- packages -----------------------------------------------------------------
-sh "$ROOT/scripts/setup.sh"
-PKGS="qemu-system-x86 linux-source-6.1 flex bison bc libelf-dev cpio xz-utils gcc make libc6-dev"
-missing=""
-for p in $PKGS; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-	say SETUP "apt-get install$missing"
-	SUDO=""
-	[ "$(id -u)" -eq 0 ] || SUDO=sudo
-	export DEBIAN_FRONTEND=noninteractive
-	$SUDO apt-get update -qq
-	$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
-fi
+sh "$ROOT/scripts/setup.sh" qemu-system-x86 linux-source-6.1 flex bison bc libelf-dev cpio xz-utils
 
 # -- the source tree, with vdsogen's integration copied in (docs/kernel.rst) ---
 mkdir -p "$CACHE" "$RUN"

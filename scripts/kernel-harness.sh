@@ -74,21 +74,7 @@ CACHE=${VDSOGEN_KERNEL_CACHE:-/var/tmp/vdsogen-kernel}/$ABI
 RUN=$CACHE/run
 
 # -- packages -------------------------------------------------------------------
-sh "$ROOT/scripts/setup.sh"
-PKGS="$QEMU_PKG cpio gzip"
-missing=""
-for p in $PKGS; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
-done
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
-if [ -n "$missing" ]; then
-	say SETUP "apt-get install$missing"
-	export DEBIAN_FRONTEND=noninteractive
-	$SUDO apt-get update -qq
-	# shellcheck disable=SC2086 # one word per package
-	$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
-fi
+sh "$ROOT/scripts/setup.sh" "$QEMU_PKG" cpio gzip
 
 # -- the kernel: bookworm's linux-image-FLAVOUR, through a private apt ------------
 # The host's Debian mirror (and its security archive, where the kernel's
@@ -103,26 +89,11 @@ MIRROR=${VDSOGEN_DEBIAN_MIRROR:-$(host_uri debian)}
 SECURITY=${VDSOGEN_DEBIAN_SECURITY:-$(host_uri debian-security)}
 
 APT=$CACHE/apt
-mkdir -p "$APT/etc/apt.conf.d" "$APT/etc/preferences.d" "$APT/etc/sources.list.d" \
-	"$APT/state/lists/partial" "$APT/cache/archives/partial" "$RUN"
-[ -f "$APT/state/status" ] || : >"$APT/state/status"
+mkdir -p "$RUN"
 exec 9>"$CACHE/.lock"
 flock -n 9 || die "another run is using $CACHE"
-cat >"$APT/apt.conf" <<EOF
-Dir::Etc "$APT/etc";
-Dir::State "$APT/state";
-Dir::State::status "$APT/state/status";
-Dir::Cache "$APT/cache";
-Dir::Cache::pkgcache "$APT/cache/pkgcache.bin";
-Dir::Cache::srcpkgcache "$APT/cache/srcpkgcache.bin";
-APT::Architecture "$DEBARCH";
-APT::Architectures "$DEBARCH";
-Acquire::Languages "none";
-Acquire::GzipIndexes "true";
-APT::Sandbox::User "root";
-EOF
-apt_get() { apt-get -c "$APT/apt.conf" "$@"; }
-apt_cache() { apt-cache -c "$APT/apt.conf" "$@"; }
+. "$ROOT/scripts/private-apt.sh"
+private_apt "$APT" "$DEBARCH" "$DEBARCH"
 
 have_kernel() { [ -f "$CACHE/kernel" ] && [ -f "$CACHE/vmlinux-$(awk '{ print $3 }' "$CACHE/kernel")" ]; }
 

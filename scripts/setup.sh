@@ -1,7 +1,9 @@
 #!/bin/sh
 # One set-up for everyone: README, Makefile and CI all call this script.
 # Installs the Debian packages vdsogen needs (when missing) and makes
-# .venv with the project installed editable.
+# .venv with the project installed editable.  Scripts that need more (a
+# kernel boot's qemu-system) name their packages as arguments:
+#   sh scripts/setup.sh [PACKAGE...]
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +25,7 @@ gcc-mips64el-linux-gnuabi64 libc6-dev-mips64el-cross
 libc6-dev-mipsn32-mips64el-cross libn32gcc-12-dev-mips64el-cross
 gcc-mips64-linux-gnuabi64 libc6-dev-mips64-cross
 libc6-dev-mipsn32-mips64-cross libn32gcc-12-dev-mips64-cross
-python3-pytest-xdist musl-tools golang-go strace"
+python3-pytest-xdist musl-tools golang-go strace $*"
 
 missing=""
 for p in $PKGS; do
