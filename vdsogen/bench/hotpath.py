@@ -245,6 +245,16 @@ def _mips_loads_from_ra(word):
     return word is not None and word >> 26 in (0x23, 0x27, 0x37) and (word >> 21) & 31 == 31
 
 
+def _reads_after(kind, nread, reads):
+    """The counter reads after an instruction of `kind`, or None where the
+    path ends there (a syscall, or a read more than `reads`)."""
+    if kind == SYSCALL:
+        return None
+    if kind == COUNTER:
+        nread += 1
+    return None if nread > reads else nread
+
+
 def hot_path(img, entry, reads, avoid=()):
     """The fewest instructions from `entry` to its return that read the counter
     exactly `reads` times (0 or 1), make no syscall and stay out of the
@@ -292,12 +302,9 @@ def hot_path(img, entry, reads, avoid=()):
             continue
         insn, kind, raw = got
         cost += 1
-        if kind == SYSCALL:
+        nread = _reads_after(kind, nread, reads)
+        if nread is None:
             continue
-        if kind == COUNTER:
-            nread += 1
-            if nread > reads:
-                continue
         nxt = addr + insn.length
         succ = []                   # (cost, address, mode, reads, stack)
         if delay_slots and (kind in (RETURN, CRETURN) or insn.kind in (CALL, JUMP, CJUMP)):
@@ -308,14 +315,10 @@ def hot_path(img, entry, reads, avoid=()):
             slot = step(nxt, mode)
             if slot is None:
                 continue
-            slot_kind = slot[1]
             cost += 1
-            if slot_kind == SYSCALL:
+            nread = _reads_after(slot[1], nread, reads)
+            if nread is None:
                 continue
-            if slot_kind == COUNTER:
-                nread += 1
-                if nread > reads:
-                    continue
             after = nxt + 4
             if kind in (RETURN, CRETURN):
                 if not stack:
