@@ -124,6 +124,13 @@ static int mark_clock_syscalls(void)
 #ifdef SYS_clock_getres_time64
 		FAIL_WITH_MARKER(SYS_clock_getres_time64),
 #endif
+#if defined(__x86_64__) && defined(__ILP32__)
+		/* x32: the vDSO's fallbacks make the plain x86-64 syscalls (no __X32_SYSCALL_BIT) */
+		FAIL_WITH_MARKER(SYS_clock_gettime & ~__X32_SYSCALL_BIT),
+		FAIL_WITH_MARKER(SYS_gettimeofday & ~__X32_SYSCALL_BIT),
+		FAIL_WITH_MARKER(SYS_time & ~__X32_SYSCALL_BIT),
+		FAIL_WITH_MARKER(SYS_clock_getres & ~__X32_SYSCALL_BIT),
+#endif
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
@@ -159,7 +166,7 @@ int main(void)
 		printf("probe.build-id none\n");
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	printf("probe.reference %lld.%09ld\n", (long long)ts.tv_sec, ts.tv_nsec);
+	printf("probe.reference %lld.%09ld\n", (long long)ts.tv_sec, (long)ts.tv_nsec);
 	counting = mark_clock_syscalls() == 0;
 
 	for (i = 0; i < sizeof(page_clocks) / sizeof(page_clocks[0]); i++) {
@@ -169,7 +176,7 @@ int main(void)
 			printf("probe.clock %d entered the kernel\n", page_clocks[i]);
 			continue;
 		}
-		printf("probe.clock %d %lld.%09ld\n", page_clocks[i], (long long)ts.tv_sec, ts.tv_nsec);
+		printf("probe.clock %d %lld.%09ld\n", page_clocks[i], (long long)ts.tv_sec, (long)ts.tv_nsec);
 	}
 	errno = 0;
 	if (entered(gettimeofday(&tv, NULL)))
@@ -188,7 +195,7 @@ int main(void)
 			getres_syscalls++;
 			continue;
 		}
-		printf("probe.clock_getres %d %lld.%09ld\n", res_clocks[i], (long long)ts.tv_sec, ts.tv_nsec);
+		printf("probe.clock_getres %d %lld.%09ld\n", res_clocks[i], (long long)ts.tv_sec, (long)ts.tv_nsec);
 	}
 
 	if (!counting) {

@@ -3,7 +3,7 @@
  * supervise: run a program so that every process of it (and of whatever it
  * forks and execs) sees a given vDSO image in place of the kernel's.
  *
- *   supervise [--counts FILE] [--sysinfo OFFSET] IMAGE DATA_BYTES PROGRAM [ARG...]
+ *   supervise [--counts FILE] [--sysinfo OFFSET] [--exec FILE] IMAGE DATA_BYTES PROGRAM [ARG...]
  *
  * The program runs under ptrace with fork, vfork, clone and exec events.  At
  * each exec stop, before the new program runs one instruction, the kernel's
@@ -24,6 +24,11 @@
  * time64 forms) to this tracer, which counts them by name and clock id and
  * writes the counts to FILE at the end.  --sysinfo gives the offset of the
  * image's __kernel_vsyscall, which i386 processes get as AT_SYSINFO.
+ * --exec names the file to execute, PROGRAM found in PATH (vdsogen finds
+ * it), PROGRAM staying its argv[0]: an ELF file the kernel refuses (an x32
+ * program where the kernel lacks CONFIG_X86_X32_ABI) is then reported as
+ * such, and only a file that is no ELF one runs under /bin/sh, as a shell
+ * runs a script without "#!".  Without it PROGRAM goes to execvp().
  *
  * The exit status is the program's; one killed by signal N gives 128+N, with
  * one line on standard error, as a shell reports it.
@@ -447,10 +452,22 @@ static void forget(pid_t pid)
 		}
 }
 
+/* Whether the file at path starts as an ELF file does. */
+static int is_elf(const char *path)
+{
+	unsigned char head[SELFMAG];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, head, sizeof(head));
+
+	if (fd >= 0)
+		close(fd);
+	return n == SELFMAG && memcmp(head, ELFMAG, SELFMAG) == 0;
+}
+
 int main(int argc, char **argv)
 {
-	const char *counts_path = NULL;
-	int status;
+	const char *counts_path = NULL, *exec_path = NULL;
+	int status, err;
 	pid_t child, pid;
 
 	while (argc > 2 && strncmp(argv[1], "--", 2) == 0) {
@@ -458,13 +475,16 @@ int main(int argc, char **argv)
 			counts_path = argv[2];
 		else if (strcmp(argv[1], "--sysinfo") == 0)
 			sysinfo_offset = strtoul(argv[2], NULL, 0);
+		else if (strcmp(argv[1], "--exec") == 0)
+			exec_path = argv[2];
 		else
 			break;
 		argv += 2;
 		argc -= 2;
 	}
 	if (argc < 4) {
-		fprintf(stderr, "usage: supervise [--counts FILE] [--sysinfo OFFSET] IMAGE DATA_BYTES PROGRAM [ARG...]\n");
+		fprintf(stderr, "usage: supervise [--counts FILE] [--sysinfo OFFSET] [--exec FILE] IMAGE DATA_BYTES "
+			"PROGRAM [ARG...]\n");
 		return 125;
 	}
 	load_image(argv[1]);
@@ -481,9 +501,23 @@ int main(int argc, char **argv)
 		raise(SIGSTOP);
 		if (counts_path)
 			install_counter();
-		execvp(argv[3], argv + 3);
-		fprintf(stderr, "%s: %s: %s\n", prog, argv[3], strerror(errno));
-		_exit(errno == ENOENT ? 127 : 126);	/* as a shell says it */
+		if (!exec_path) {
+			execvp(argv[3], argv + 3);
+			err = errno;
+		} else {
+			execv(exec_path, argv + 3);
+			err = errno;
+			if (err == ENOEXEC && !is_elf(exec_path)) {
+				/* A script without "#!": run by sh, as a shell runs one. */
+				argv[2] = "sh";
+				argv[3] = (char *)exec_path;
+				execv("/bin/sh", argv + 2);
+				err = errno;
+			}
+		}
+		/* An ELF program refused: of an ABI this kernel does not run (x32 without CONFIG_X86_X32_ABI). */
+		fprintf(stderr, "%s: %s: %s\n", prog, exec_path ? exec_path : argv[3], strerror(err));
+		_exit(err == ENOENT ? 127 : 126);	/* as a shell says it */
 	}
 	if (waitpid(child, &status, 0) != child || !WIFSTOPPED(status))
 		die("the program did not start");

@@ -14,6 +14,7 @@ gcc libc6-dev
 gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross
 gcc-i686-linux-gnu libc6-dev-i386-cross
+gcc-x86-64-linux-gnux32 libc6-dev-x32-cross
 gcc-powerpc-linux-gnu libc6-dev-powerpc-cross
 gcc-powerpc64-linux-gnu libc6-dev-ppc64-cross
 gcc-riscv64-linux-gnu libc6-dev-riscv64-cross

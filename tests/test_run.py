@@ -14,6 +14,7 @@ probe and of the cross-built glibc static program on every foreign target
 the counter; loongarch64, which has no C library, runs the freestanding probe.
 """
 
+import errno
 import os
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TARGETS
+from vdsogen.elf.consts import EM_X86_64
 from vdsogen.elf.reader import ElfImage
 from vdsogen.harness.driver import compiler
 from vdsogen.spec.model import load_target
@@ -355,6 +357,41 @@ def test_i386_probe_sees_the_generated_image(built):
     p = parse_probe(proc.stdout)
     assert p["build-id"] == build_id(so)
     assert (p["syscalls"], p["control"]) == ("0", "1"), proc.stdout
+
+
+def test_x32_probe_is_an_x32_program(built, tmp_path):
+    """x32 programs come from the x32 compiler ([toolchain] program_triple),
+    not the one that builds the image's x86-64 objects.  A kernel with
+    CONFIG_X86_X32_ABI runs the probe on the image (scripts/kernel-e2e.sh
+    boots one that does); one without refuses it, in one line."""
+    from vdsogen.run import build_probe
+
+    target = load_target("x32")
+    probe = build_probe(target)
+    img = ElfImage(str(probe))
+    assert (img.elf_class, img.e_machine) == (32, EM_X86_64)
+    _, so, _ = built("x32")
+    try:
+        subprocess.run([str(probe)], capture_output=True, timeout=60)
+        kernel_runs_x32 = True
+    except OSError as e:
+        assert e.errno == errno.ENOEXEC, e
+        kernel_runs_x32 = False
+    proc = vdsogen("run", "--arch=x32", f"--image={so}", "--", "vdsogen-probe")
+    if kernel_runs_x32:
+        assert proc.returncode == 0, proc.stderr
+        p = parse_probe(proc.stdout)
+        assert p["build-id"] == build_id(so) and (p["syscalls"], p["control"]) == ("0", "1"), proc.stdout
+    else:
+        one_line(proc, 126, str(probe), "Exec format error")
+
+
+def test_script_without_interpreter_line_runs_under_sh(tmp_path):
+    script = tmp_path / "script"
+    script.write_text('echo "run by $0"\n')
+    script.chmod(0o755)
+    proc = vdsogen("run", "--arch=x86_64", "--", str(script))
+    assert proc.returncode == 0 and proc.stdout == f"run by {script}\n", proc.stderr
 
 
 # ---- errors: one line, the shell's exit status, no traceback ---------------------------------

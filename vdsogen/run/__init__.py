@@ -91,7 +91,8 @@ def build_probe(target):
     if freestanding(target):
         return build_with_headers("probe", target, [runner_dir() / "probe.c"])
     flags = (*CFLAGS, "-static", *target.toolchain.harness_cflags)
-    return compile_cached(f"probe-{target.name}", compiler(target), flags, runner_dir() / "probe.c")
+    cc = compiler(target) if target.toolchain.program_triple is None else target.toolchain.program_cc
+    return compile_cached(f"probe-{target.name}", cc, flags, runner_dir() / "probe.c")
 
 
 def build_supervisor():
@@ -200,7 +201,9 @@ def prepare(target, argv, image=None, syscall_counts=None):
         raise RunError(f"{image}: a test build (`vdsogen build --test-counter`): its counter read loads a count "
                        f"that only the harness and the qemu-user loader keep; natively give the real build")
     sup = build_supervisor()
-    options = ["--counts", str(Path(syscall_counts).resolve())] if syscall_counts else []
+    options = ["--exec", str(Path(program).resolve())]
+    if syscall_counts:
+        options += ["--counts", str(Path(syscall_counts).resolve())]
     vsyscall = _symbol(image, "__kernel_vsyscall")
     if vsyscall is not None:
         options += ["--sysinfo", str(vsyscall)]

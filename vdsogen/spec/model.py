@@ -142,6 +142,16 @@ class Toolchain:
     # (<gnu_triple>-ld) where lld links the ABI wrongly (ppc64 ELFv1).
     default: str = "llvm"
     clang_linker: str = "lld"
+    # The GNU triple of the ABI's programs where it is not gnu_triple (x32:
+    # its vDSO is built from x86-64 objects, its programs by the x32
+    # compiler): what `vdsogen run` builds its probe with.
+    program_triple: str | None = None
+
+    @property
+    def program_cc(self):
+        """The GNU compiler of the ABI's programs, or None (no GNU toolchain)."""
+        triple = self.program_triple or self.gnu_triple
+        return f"{triple}-gcc" if triple else None
 
 
 @dataclass(frozen=True)
@@ -533,7 +543,8 @@ def _parse(name, path, top, tree, kc=None):
         tuple(tc.list("harness_cflags", str, [], "a string")),
         tc.str("object_format", None), tc.str("link_clang_target", None),
         tuple(tc.list("link_gnu_flags", str, [], "a string")),
-        tc.str("default", "llvm", choices=TOOLCHAIN_KINDS), tc.str("clang_linker", "lld", choices=LINKERS))
+        tc.str("default", "llvm", choices=TOOLCHAIN_KINDS), tc.str("clang_linker", "lld", choices=LINKERS),
+        tc.str("program_triple", None))
     tc.done()
     if toolchain.gnu_triple is None and "gnu" in (toolchain.default, toolchain.clang_linker):
         tc.error("gnu_triple", "missing: the GNU toolchain is chosen (default or clang_linker)")
