@@ -1,7 +1,10 @@
 #!/bin/sh
 # Kernel end to end: Debian's linux-source-6.1 with its x86-64 vDSO replaced
 # by one vdsogen builds for that kernel (docs/kernel.rst), booted under
-# qemu-system-x86_64 (TCG) with scripts/e2e/vdsotest.c as /init.
+# qemu-system-x86_64 (TCG) with scripts/e2e/vdsotest.c as /init.  The kernel
+# runs x32 programs too (CONFIG_X86_X32_ABI): /init also runs the x32 probe
+# (runner/probe.c) through runner/supervise.c with vdsogen's x32 image for
+# this kernel (docs/kernel/x32.toml) in place of the kernel's x32 vDSO.
 #
 #   sh scripts/kernel-e2e.sh
 #
@@ -26,7 +29,8 @@ BOOT_TIMEOUT=${BOOT_TIMEOUT:-900}
 say() { printf '  %-7s %s\n' "$1" "$2"; }
 
 # -- packages -----------------------------------------------------------------
-sh "$ROOT/scripts/setup.sh" qemu-system-x86 linux-source-6.1 flex bison bc libelf-dev cpio xz-utils
+sh "$ROOT/scripts/setup.sh" qemu-system-x86 linux-source-6.1 flex bison bc libelf-dev cpio xz-utils \
+	gcc-x86-64-linux-gnux32 libc6-dev-x32-cross
 
 # -- the source tree, with vdsogen's integration copied in (docs/kernel.rst) ---
 mkdir -p "$CACHE" "$RUN"
@@ -55,12 +59,19 @@ if [ ! -f "$OBJ/.config" ]; then
 		-e BINFMT_ELF -e BLK_DEV_INITRD -e PROC_FS -e MULTIUSER -e FUTEX \
 		-e EXPERT -e POSIX_TIMERS -e HIGH_RES_TIMERS -d HZ_100 -e HZ_250 \
 		-e NET -e SECCOMP -e SECCOMP_FILTER -e NAMESPACES -e TIME_NS -e X86_IOPL_IOPERM \
-		-d KERNEL_XZ -e KERNEL_GZIP
+		-d KERNEL_XZ -e KERNEL_GZIP -e X86_X32_ABI
 	nice -n 19 make -s -C "$SRC" O="$OBJ" olddefconfig >/dev/null
-	for opt in HZ=250 SECCOMP_FILTER=y TIME_NS=y SERIAL_8250_CONSOLE=y BLK_DEV_INITRD=y; do
-		grep -q "^CONFIG_$opt\$" "$OBJ/.config" || { echo "kernel-e2e: CONFIG_$opt did not stick" >&2; exit 1; }
-	done
 fi
+# Options added since: an existing .config gets them too (make then rebuilds
+# what they change).  X86_X32_ABI runs x32 programs, for the x32 check.
+if ! grep -q '^CONFIG_X86_X32_ABI=y$' "$OBJ/.config"; then
+	say CONFIG "+ X86_X32_ABI (x32 programs) in the existing $OBJ/.config"
+	"$SRC/scripts/config" --file "$OBJ/.config" -e X86_X32_ABI
+	nice -n 19 make -s -C "$SRC" O="$OBJ" olddefconfig >/dev/null
+fi
+for opt in HZ=250 SECCOMP_FILTER=y TIME_NS=y SERIAL_8250_CONSOLE=y BLK_DEV_INITRD=y X86_X32_ABI=y; do
+	grep -q "^CONFIG_$opt\$" "$OBJ/.config" || { echo "kernel-e2e: CONFIG_$opt did not stick" >&2; exit 1; }
+done
 
 # -- build: vdsogen runs from the kernel's own Makefile --------------------------
 say MAKE "bzImage with $JOBS job(s) in $OBJ"
@@ -72,19 +83,46 @@ IMAGE=$OBJ/arch/x86/entry/vdso/vdsogen/vdso.so
 BUILD_ID=$(readelf -n "$IMAGE" | awk '/Build ID/ { print $3 }')
 say BUILT "bzImage in ${build_s} s; vDSO $IMAGE, build-id $BUILD_ID"
 
+# -- x32: vdsogen's x32 image for this kernel, run by the supervisor -------------
+# The kernel keeps its own x32 vDSO; inside it /init runs
+# `/supervise --counts FILE /x32.so DATA_BYTES /probe-x32` as
+# `vdsogen run --arch=x32 -- vdsogen-probe` would (vdsogen/run/__init__.py).
+X32=$RUN/x32
+say VDSOGEN "x32 image (docs/kernel/x32.toml) in $X32"
+"$VDSOGEN" build --arch=x32 --specs="$ROOT/docs/kernel" --kconfig="$OBJ/.config" --out="$X32" >/dev/null
+X32_IMAGE=$X32/vdso.so
+X32_BUILD_ID=$(readelf -n "$X32_IMAGE" | awk '/Build ID/ { print $3 }')
+X32_DATA_BYTES=$(/usr/bin/python3 -c 'import sys, tomllib
+d = tomllib.load(open(sys.argv[1], "rb"))["datapage"]
+print(d["pages"] * d["page_size"])' "$ROOT/docs/kernel/x32.toml")
+say BUILT "x32 vDSO $X32_IMAGE, build-id $X32_BUILD_ID, $X32_DATA_BYTES bytes of data pages"
+say CC "$RUN/supervise (static), $RUN/probe-x32 (vdsogen run's x32 probe)"
+gcc -std=gnu11 -O2 -Wall -Wextra -Werror -static "$ROOT/runner/supervise.c" -o "$RUN/supervise"
+"$ROOT/.venv/bin/python" -c 'import shutil, sys
+from vdsogen.run import build_probe
+from vdsogen.spec.model import load_target
+shutil.copyfile(build_probe(load_target("x32")), sys.argv[1])' "$RUN/probe-x32"
+
 # -- the initramfs: the test program as /init ------------------------------------
 say CC "$RUN/vdsotest (static)"
 gcc -static -O2 -Wall -Wextra -Werror -I"$OBJ/arch/x86/entry/vdso/vdsogen" \
-	-DVDSOGEN_BUILD_ID="\"$BUILD_ID\"" "$ROOT/scripts/e2e/vdsotest.c" -o "$RUN/vdsotest"
+	-DVDSOGEN_BUILD_ID="\"$BUILD_ID\"" -DVDSOGEN_X32_BUILD_ID="\"$X32_BUILD_ID\"" \
+	-DVDSOGEN_X32_DATA_BYTES="$X32_DATA_BYTES" "$ROOT/scripts/e2e/vdsotest.c" -o "$RUN/vdsotest"
 cat > "$RUN/initramfs.list" <<EOF
 dir /dev 0755 0 0
 nod /dev/console 0600 0 0 c 5 1
 dir /proc 0755 0 0
+dir /tmp 1777 0 0
 file /init $RUN/vdsotest 0755 0 0
+file /supervise $RUN/supervise 0755 0 0
+file /probe-x32 $RUN/probe-x32 0755 0 0
+file /x32.so $X32_IMAGE 0644 0 0
 EOF
 "$OBJ/usr/gen_init_cpio" "$RUN/initramfs.list" > "$RUN/initramfs.cpio"
 
 # -- boot under TCG ----------------------------------------------------------------
+# random.trust_cpu=on: the CRNG is ready at once (TCG's -cpu max has RDRAND),
+# so glibc's startup in the x32 probe makes no clock syscall of its own.
 say QEMU "qemu-system-x86_64 -accel tcg (timeout ${BOOT_TIMEOUT} s)"
 start=$(date +%s%N)
 set +e
@@ -92,7 +130,7 @@ timeout "$BOOT_TIMEOUT" nice -n 19 qemu-system-x86_64 -accel tcg -cpu max -smp 1
 	-nographic -no-reboot -monitor none -serial stdio \
 	-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
 	-kernel "$OBJ/arch/x86/boot/bzImage" -initrd "$RUN/initramfs.cpio" \
-	-append "console=ttyS0 tsc=reliable clocksource=tsc no_timer_check panic=-1" > "$RUN/console.log" 2>&1
+	-append "console=ttyS0 tsc=reliable clocksource=tsc no_timer_check random.trust_cpu=on panic=-1" > "$RUN/console.log" 2>&1
 status=$?
 set -e
 boot_ms=$(( ($(date +%s%N) - start) / 1000000 ))

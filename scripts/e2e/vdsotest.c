@@ -17,7 +17,13 @@
  *     for clocks, equal resolutions and errors;
  *   - in a new time namespace (monotonic and boottime offsets) a child's
  *     vDSO clocks follow the namespace page to the real data and agree
- *     with the syscalls there too.
+ *     with the syscalls there too;
+ *   - x32 (when built with VDSOGEN_X32_BUILD_ID and VDSOGEN_X32_DATA_BYTES):
+ *     runner/supervise.c runs the x32 probe (runner/probe.c) with vdsogen's
+ *     x32 image for this kernel (/x32.so) in place of the kernel's x32
+ *     vDSO; the probe must see that image, make no clock syscall for the
+ *     page clocks (its own filter and the supervisor's counts agree) and
+ *     answer within this program's syscalls before and after it.
  *
  * One "ok NAME" or "FAIL NAME: why" line per check, a summary, then, as
  * PID 1, the verdict through QEMU's isa-debug-exit port (QEMU's exit status
@@ -27,6 +33,7 @@
  */
 #define _GNU_SOURCE
 #include <cpuid.h>
+#include <ctype.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -36,11 +43,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/io.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/reboot.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -442,6 +451,272 @@ static void check_getcpu(void)
 	      patched ? "rdpid" : "lsl");
 }
 
+#ifdef VDSOGEN_X32_BUILD_ID
+#ifndef VDSOGEN_X32_DATA_BYTES
+#error "build with -DVDSOGEN_X32_DATA_BYTES=<the x32 spec's data pages * page size> too"
+#endif
+/*
+ * x32: `/supervise --counts X32_COUNTS /x32.so DATA_BYTES /probe-x32`, as
+ * `vdsogen run --arch=x32 -- vdsogen-probe` runs it.  The child that execs
+ * the supervisor is forked first thing, before this program's seccomp filter
+ * (inherited, it would trap the plain 64-bit clock syscalls that an x32
+ * vDSO's fallbacks make and kill the probe with SIGSYS) and before its time
+ * namespace; it waits on a pipe for the word, and its standard output and
+ * error come back through another.
+ */
+#define STR_(x)		#x
+#define STR(x)		STR_(x)
+#define X32_COUNTS	"/tmp/x32.counts"
+
+static pid_t x32_pid = -1;
+static int x32_go = -1, x32_out = -1;
+
+static void x32_fork(void)
+{
+	int go[2], out[2];
+	char c;
+
+	if (pipe(go))
+		return;
+	if (pipe(out)) {
+		close(go[0]);
+		close(go[1]);
+		return;
+	}
+	fflush(stdout);
+	x32_pid = fork();
+	if (x32_pid == 0) {
+		close(go[1]);
+		close(out[0]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(125);
+		close(go[0]);
+		dup2(out[1], 1);
+		dup2(out[1], 2);
+		close(out[1]);
+		execl("/supervise", "/supervise", "--counts", X32_COUNTS, "/x32.so", STR(VDSOGEN_X32_DATA_BYTES),
+		      "/probe-x32", (char *)NULL);
+		dprintf(2, "exec /supervise: %s\n", strerror(errno));
+		_exit(127);
+	}
+	close(go[0]);
+	close(out[1]);
+	if (x32_pid < 0) {
+		close(go[1]);
+		close(out[0]);
+		return;
+	}
+	x32_go = go[1];
+	x32_out = out[0];
+}
+
+/* The value of the probe's "probe.KEY VALUE" line that starts with `key ` in `out`, or NULL. */
+static const char *x32_value(const char *out, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (const char *p = out; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+		if (!strncmp(p, key, n) && p[n] == ' ')
+			return p + n + 1;
+	return NULL;
+}
+
+/* The first word of a value (up to 63 characters), or "(none)". */
+static const char *x32_word(const char *v, char *buf, size_t n)
+{
+	if (!v)
+		return "(none)";
+	snprintf(buf, n, "%.*s", (int)strcspn(v, " \n"), v);
+	return buf;
+}
+
+static int x32_is_page_clock(long id)
+{
+	for (int i = 0; i < NPAGE_CLOCKS; i++)
+		if (page_clocks[i].id == id)
+			return 1;
+	return 0;
+}
+
+static void check_x32(void)
+{
+	static char out[16384];
+	struct timespec before[NPAGE_CLOCKS], after[NPAGE_CLOCKS];
+	char detail[192] = "", line[128], w1[64], w2[64];
+	const char *v, *p;
+	size_t len = 0;
+	ssize_t n;
+	int status = -1, i, bad, counted_page = 0, counted_cpu = 0, getres_answers = 0, crng, counts_errno = 0;
+	uint64_t seed;
+	FILE *f;
+
+	if (x32_pid < 0) {
+		check(0, "x32.run", "could not fork the child that runs the supervisor");
+		return;
+	}
+	if (access("/proc/self", F_OK) && mount("proc", "/proc", "proc", 0, NULL)) {
+		check(0, "x32.run", "mount /proc (the supervisor needs it): %s", strerror(errno));
+		return;
+	}
+	crng = getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == sizeof(seed);
+	for (i = 0; i < NPAGE_CLOCKS; i++)
+		raw_syscall(SYS_clock_gettime, page_clocks[i].id, (long)&before[i], 0);
+	if (write(x32_go, "g", 1) != 1) {
+		check(0, "x32.run", "cannot start the child: %s", strerror(errno));
+		return;
+	}
+	close(x32_go);
+	while (len < sizeof(out) - 1 && (n = read(x32_out, out + len, sizeof(out) - 1 - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		len += n;
+	}
+	out[len] = 0;
+	close(x32_out);
+	while (waitpid(x32_pid, &status, 0) < 0 && errno == EINTR)
+		;
+	for (i = 0; i < NPAGE_CLOCKS; i++)
+		raw_syscall(SYS_clock_gettime, page_clocks[i].id, (long)&after[i], 0);
+
+	for (p = out; *p; ) {
+		const char *e = strchr(p, '\n');
+		int w = e ? (int)(e - p) : (int)strlen(p);
+
+		printf("# x32: %.*s\n", w, p);
+		p += w + (e != NULL);
+	}
+
+	/*
+	 * The supervisor's own count (its seccomp filter, under the probe's):
+	 * no page clock, gettimeofday or time syscall, whatever the probe's
+	 * filter caught.  The CPU-time call reaches it when the probe's filter
+	 * lets it through.  glibc's startup makes one MONOTONIC syscall of its
+	 * own when getrandom finds the CRNG not ready (its malloc's tcache key,
+	 * before the vDSO is set up): the kernel-e2e.sh boot trusts the CPU's
+	 * RDRAND (random.trust_cpu=on) so that the CRNG is ready.
+	 */
+	f = fopen(X32_COUNTS, "r");
+	if (!f)
+		counts_errno = errno;
+	while (f && fgets(line, sizeof(line), f)) {
+		char what[32], clk[16];
+		unsigned long k;
+
+		line[strcspn(line, "\n")] = 0;
+		printf("# x32: %s: %s\n", X32_COUNTS, line);
+		if (sscanf(line, "%31s %15s %lu", what, clk, &k) != 3)
+			continue;
+		if (!strcmp(what, "clock_gettime") && !strcmp(clk, "2"))
+			counted_cpu += k;
+		else if (!strcmp(what, "gettimeofday") || !strcmp(what, "time") ||
+			 (isdigit((unsigned char)clk[0]) && x32_is_page_clock(atol(clk))))
+			counted_page += k;
+	}
+	if (f)
+		fclose(f);
+	check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "x32.run",
+	      "/supervise ... /probe-x32: status %#x (exit %d)", status, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+
+	v = x32_value(out, "probe.build-id");
+	check(v && !strncmp(v, VDSOGEN_X32_BUILD_ID, strlen(VDSOGEN_X32_BUILD_ID)) &&
+	      (v[strlen(VDSOGEN_X32_BUILD_ID)] == '\n' || !v[strlen(VDSOGEN_X32_BUILD_ID)]),
+	      "x32.run.build_id", "the probe's vDSO has build-id %s, vdsogen built %s", x32_word(v, w1, sizeof(w1)),
+	      VDSOGEN_X32_BUILD_ID);
+
+	v = x32_value(out, "probe.syscalls");
+	p = x32_value(out, "probe.getres-syscalls");
+	check(v && p && atoi(v) == 0 && isdigit((unsigned char)*v) && atoi(p) == 0 && isdigit((unsigned char)*p),
+	      "x32.run.syscalls", "probe.syscalls %s, probe.getres-syscalls %s", x32_word(v, w1, sizeof(w1)),
+	      x32_word(p, w2, sizeof(w2)));
+
+	/*
+	 * The vDSO's fallbacks make the plain x86-64 syscalls (as Linux's x32
+	 * vDSO does): a probe whose filter marks only the x32 numbers
+	 * (__X32_SYSCALL_BIT + N) lets them through, and the supervisor
+	 * counts the CPU-time call instead.
+	 */
+	v = x32_value(out, "probe.control");
+	check(v && !strncmp(v, "1", 1) && (v[1] == '\n' || !v[1]), "x32.run.control",
+	      "probe.control %s: the probe's filter missed the CPU-time clock's syscall%s", x32_word(v, w1, sizeof(w1)),
+	      counted_cpu ? " (the supervisor counted it: the vDSO's plain x86-64 syscall number, which the probe's "
+	      "filter does not mark)" : "");
+
+	/* Every page clock between this program's syscalls before and after the run. */
+	bad = 0;
+	for (i = 0; i < NPAGE_CLOCKS; i++) {
+		long long sec;
+		long nsec;
+		struct timespec t;
+
+		snprintf(line, sizeof(line), "probe.clock %d", (int)page_clocks[i].id);
+		v = x32_value(out, line);
+		if (!v || sscanf(v, "%lld.%ld", &sec, &nsec) != 2) {
+			snprintf(detail, sizeof(detail), "%s: no answer", page_clocks[i].name);
+			bad = 1;
+			break;
+		}
+		t.tv_sec = sec;
+		t.tv_nsec = nsec;
+		if (ns_of(&t) < ns_of(&before[i]) || ns_of(&t) > ns_of(&after[i])) {
+			snprintf(detail, sizeof(detail), "%s: %lld.%09ld not within %lld.%09ld .. %lld.%09ld",
+				 page_clocks[i].name, sec, nsec, (long long)before[i].tv_sec, before[i].tv_nsec,
+				 (long long)after[i].tv_sec, after[i].tv_nsec);
+			bad = 1;
+			break;
+		}
+	}
+	check(!bad, "x32.run.clock_gettime", "%s", detail);
+
+	/* gettimeofday within REALTIME (index 0), time within REALTIME_COARSE (index 3), whole units. */
+	{
+		long long sec = -1, usec = -1, t = -1;
+
+		v = x32_value(out, "probe.gettimeofday");
+		if (v)
+			sscanf(v, "%lld.%lld", &sec, &usec);
+		check(v && sec * 1000000 + usec >= ns_of(&before[0]) / 1000 &&
+		      sec * 1000000 + usec <= ns_of(&after[0]) / 1000, "x32.run.gettimeofday",
+		      "%lld.%06lld not within %lld.%09ld .. %lld.%09ld", sec, usec, (long long)before[0].tv_sec,
+		      before[0].tv_nsec, (long long)after[0].tv_sec, after[0].tv_nsec);
+		v = x32_value(out, "probe.time");
+		if (v)
+			sscanf(v, "%lld", &t);
+		check(v && t >= before[3].tv_sec && t <= after[3].tv_sec, "x32.run.time",
+		      "%lld not within %lld .. %lld (REALTIME_COARSE)", t, (long long)before[3].tv_sec,
+		      (long long)after[3].tv_sec);
+	}
+
+	/* clock_getres as the syscall says. */
+	bad = 0;
+	for (p = out; (p = strstr(p, "probe.clock_getres ")); p++) {
+		int id;
+		long long sec, nsec;
+		struct timespec r = { -1, -1 };
+
+		if (sscanf(p, "probe.clock_getres %d %lld.%lld", &id, &sec, &nsec) != 3)
+			continue;
+		raw_syscall(SYS_clock_getres, id, (long)&r, 0);
+		if (r.tv_sec != sec || r.tv_nsec != nsec) {
+			snprintf(detail, sizeof(detail), "clock %d: %lld.%09lld, the syscall says %lld.%09ld", id, sec, nsec,
+				 (long long)r.tv_sec, r.tv_nsec);
+			bad = 1;
+		}
+		getres_answers++;
+	}
+	check(!bad && getres_answers == 3, "x32.run.clock_getres", "%s (%d answers)", bad ? detail : "agree",
+	      getres_answers);
+
+	check(!counts_errno && !counted_page, "x32.run.counts", "%s: %s; %d page-clock syscall(s) counted%s",
+	      X32_COUNTS, counts_errno ? strerror(counts_errno) : "read", counted_page, crng ? "" :
+	      " (the CRNG is not ready: the probe's glibc then takes its malloc key from clock_gettime(MONOTONIC), "
+	      "by syscall, before it has set up the vDSO)");
+	printf("# x32: the supervisor counted %d CPU-time clock_gettime syscall(s); the CRNG was %s\n", counted_cpu,
+	       crng ? "ready" : "not ready");
+}
+#endif
+
 static void finish(void)
 {
 	printf("vdsotest: %d passed, %d failed\n", passed, failed);
@@ -464,6 +739,9 @@ int main(void)
 	int waited;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+#ifdef VDSOGEN_X32_BUILD_ID
+	x32_fork();
+#endif
 	vdso_lo = getauxval(AT_SYSINFO_EHDR);
 	if (!vdso_lo) {
 		check(0, "vdso", "no AT_SYSINFO_EHDR");
@@ -509,6 +787,9 @@ int main(void)
 	check_glibc();
 	check_timens();
 	check_getcpu();
+#ifdef VDSOGEN_X32_BUILD_ID
+	check_x32();
+#endif
 	finish();
 	return 0;
 }
