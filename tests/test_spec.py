@@ -86,6 +86,22 @@ def test_broken_spec(project_copy, tmp_path, case):
     assert not out.exists(), "a failed spec must not write anything"
 
 
+@pytest.mark.parametrize("old, new, key, message", [
+    ('impl = "get_tbfreq"', 'impl = "get_tbfreq"\nwhere = "core"', "export[6].where",
+     "get_tbfreq has no implementation in the core"),
+    ('[entry]', '[getcpu]\nfragment = "sprg"\n\n[entry]', "getcpu.fragment",
+     "no export implements getcpu in the core (an arch entry has its own)"),
+])
+def test_arch_entry_where(project_copy, tmp_path, old, new, key, message):
+    """An export's `where` moves a core function to an arch entry, never an arch one to the core,
+    and a C getcpu hook needs the core's getcpu."""
+    edit(project_copy / "specs/ppc64le.toml", old, new)
+    (project_copy / "arch/powerpc/getcpu-sprg.h.j2").write_text("/* a hook */\n")
+    proc = run_cli(project_copy, "build", "--arch=ppc64le", f"--out={tmp_path / 'out'}")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"specs/ppc64le.toml: {key}: {message}" in proc.stderr, proc.stderr
+
+
 def test_unknown_target(tmp_path):
     proc = run_cli(ROOT, "build", "--arch=vax", f"--out={tmp_path / 'o'}")
     assert proc.returncode == 2

@@ -91,8 +91,8 @@ def build_probe(target):
     if freestanding(target):
         return build_with_headers("probe", target, [runner_dir() / "probe.c"])
     flags = (*CFLAGS, "-static", *target.toolchain.harness_cflags)
-    cc = compiler(target) if target.toolchain.program_triple is None else target.toolchain.program_cc
-    return compile_cached(f"probe-{target.name}", cc, flags, runner_dir() / "probe.c")
+    return compile_cached(f"probe-{target.name}", target.toolchain.program_cc or compiler(target), flags,
+                          runner_dir() / "probe.c")
 
 
 def build_supervisor():
