@@ -633,9 +633,9 @@ static void check_x32(void)
 
 	/*
 	 * The vDSO's fallbacks make the plain x86-64 syscalls (as Linux's x32
-	 * vDSO does): a probe whose filter marks only the x32 numbers
-	 * (__X32_SYSCALL_BIT + N) lets them through, and the supervisor
-	 * counts the CPU-time call instead.
+	 * vDSO does), which the probe's filter marks beside the x32 numbers
+	 * (__X32_SYSCALL_BIT + N); a filter that missed them would let the
+	 * CPU-time call through to the supervisor's count instead.
 	 */
 	v = x32_value(out, "probe.control");
 	check(v && !strncmp(v, "1", 1) && (v[1] == '\n' || !v[1]), "x32.run.control",
