@@ -461,6 +461,14 @@ def test_bench_text_under_qemu():
     assert "hot path, instructions" in out and "no real Linux image of the arm64 ABI" in out
 
 
+def test_bench_of_a_given_image_under_qemu(built):
+    """The image given is the one timed and counted: no note of a test build."""
+    _, so, _ = built("arm64")
+    proc = bench("--arch=arm64", f"--image={so}", "--rounds=2", "--batch-us=20")
+    assert proc.returncode == 0, proc.stderr
+    assert str(so) in proc.stdout and "test build" not in proc.stdout, proc.stdout
+
+
 def test_bench_times_the_test_build_where_qemu_cannot_read_the_counter():
     """arm's real build dies of SIGILL at its mrrc under qemu: the test build is timed instead."""
     proc = bench("--arch=arm", "--rounds=1", "--batch-us=20")

@@ -235,7 +235,7 @@ def _bench(target, image, workdir, builder, prefix, native, fmt, rounds, batch_u
     run = results.parse(_run(argv, timeout))
     refs = find_references(target, references)
     hot = hot_paths(target, str(counted), run.live_dump if native else None, refs)
-    if counted != image:
+    if Path(counted).resolve() != image:
         hot.notes.append(f"timed: the test build {image} (qemu-user cannot read the {target.name} counter; the "
                          f"harness injects it); counted: the real build {counted}")
     if not refs:
