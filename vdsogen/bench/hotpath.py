@@ -283,6 +283,11 @@ def hot_path(img, entry, reads, avoid=()):
         raw = bytes(code[addr - base:addr - base + insn.length])
         return insn, classify(raw, mode or None), raw
 
+    def back(cost, nread, stack):
+        """The state after a return to the innermost caller on `stack`."""
+        (addr, mode), rest = stack[-1], stack[:-1]
+        return cost, addr, mode, nread, rest
+
     def word_at(addr):
         region = regions.find(addr)
         if region is None or addr + 4 > region[0] + len(region[1]):
@@ -325,7 +330,7 @@ def hot_path(img, entry, reads, avoid=()):
                     if nread == reads:
                         return cost
                 else:
-                    succ.append((cost, *stack[-1], nread, stack[:-1]))
+                    succ.append(back(cost, nread, stack))
             elif insn.kind == CALL and insn.target is not None:
                 if insn.target == after or (after < insn.target <= after + MIPS_PC_READ
                                             and _mips_loads_from_ra(word_at(insn.target))):
@@ -341,7 +346,7 @@ def hot_path(img, entry, reads, avoid=()):
                 if nread == reads:
                     return cost
             else:
-                succ.append((cost, *stack[-1], nread, stack[:-1]))
+                succ.append(back(cost, nread, stack))
             if kind == CRETURN:
                 succ.append((cost, nxt, mode, nread, stack))
         elif insn.kind == CALL and insn.target is not None:
