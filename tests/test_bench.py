@@ -19,6 +19,7 @@ import pytest
 
 from conftest import ROOT
 from vdsogen.bench import hotpath, results
+from vdsogen.errors import VdsogenError
 from vdsogen.bench.hotpath import COUNTER, CRETURN, OTHER, RETURN, SYSCALL
 from vdsogen.bench.run import find_references, hot_paths, linux_label
 from vdsogen.elf.consts import EM_ARM, EM_LOONGARCH, EM_MIPS, EM_RISCV, EM_S390, PF_X
@@ -415,7 +416,9 @@ def test_references_by_abi_once_each(built, tmp_path):
     assert [os.path.basename(p) for p, _ in found] == ["a.so"]
     assert [os.path.basename(p) for p, _ in find_references(load_target("arm64"), dirs=[tmp_path])] == ["c.so"]
     assert find_references(load_target("x86_64"), dirs=[tmp_path / "missing"]) == []
-    assert find_references(load_target("x86_64"), files=[str(tmp_path / "c.so")])[0][0].endswith("c.so")
+    assert find_references(load_target("arm64"), files=[str(tmp_path / "c.so")])[0][0].endswith("c.so")
+    with pytest.raises(VdsogenError, match="a vDSO of the arm64 ABI, not of x86_64"):
+        find_references(load_target("x86_64"), files=[str(tmp_path / "c.so")])
 
 
 def test_linux_label(built):
@@ -475,6 +478,13 @@ def test_bench_times_the_test_build_where_qemu_cannot_read_the_counter():
     assert proc.returncode == 0, proc.stderr
     assert "clock_gettime(MONOTONIC)" in proc.stdout
     assert "timed: the test build" in proc.stdout and "counted: the real build" in proc.stdout
+
+
+def test_bench_refuses_a_reference_of_another_abi(built):
+    _, arm64, _ = built("arm64")
+    proc = bench("--arch=x86_64", "--rounds=2", "--batch-us=20", f"--reference={arm64}")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{arm64}: a vDSO of the arm64 ABI, not of x86_64" in proc.stderr, proc.stderr
 
 
 def test_bench_rejects_bad_arguments(tmp_path):

@@ -156,6 +156,20 @@ def test_every_harness_check_passes(tc, images, harness):
         assert check in outcome.passed, output
 
 
+@pytest.mark.parametrize("tc", TOOLCHAINS)
+def test_getcpu_reads_the_tod_programmable_field(tc, images):
+    """getcpu answers in user space, as Linux's does: stcke, then the CPU
+    number from its last two bytes; the node is 0; no svc on the way."""
+    from vdsogen.bench import hotpath
+    from vdsogen.elf.reader import ElfImage
+
+    target, so, dbg = images(tc)
+    assert target.getcpu == "tod"
+    img = ElfImage(str(so))
+    assert hotpath.export_hot_path(img, "__kernel_getcpu", 1, hotpath.cold_ranges(ElfImage(str(dbg)))) is not None
+    assert hotpath.export_hot_path(img, "__kernel_getcpu", 0) is None, "the CPU number comes with the clock"
+
+
 # --- the checks can fail ---------------------------------------------------
 
 STEER = "now += vd->tod_steering_delta < 0 ? (adj >> 15) : -(adj >> 15);"
@@ -171,6 +185,9 @@ BREAKAGES = {
     # ... or runs on past its svc.
     "restart-no-trap": ({"restart_syscall.S": [("\t.short\t0\n", "\tbcr\t0, %r7\n")]}, "restart_syscall",
                         "not at the word after the svc"),
+    # getcpu from the clock's own bits (bytes 8-9) rather than the programmable field.
+    "getcpu-field": ({"vdso_arch.h": [("*cpu = (unsigned int)clk[14] << 8 | clk[15];",
+                                       "*cpu = (unsigned int)clk[8] << 8 | clk[9];")]}, "getcpu", "the syscall says"),
     # The rt frame's r15 taken from its r14 slot.
     "cfa": ({"rt_sigreturn.S": [("0x0f, 7, 0x7f, 0xd8, 0x03", "0x0f, 7, 0x7f, 0xd0, 0x03")]},
             "unwind.__kernel_rt_sigreturn", "CFA is"),

@@ -71,6 +71,10 @@ def find_references(target, files=None, dirs=None):
             img = _image(f)
             if img is None:
                 raise VdsogenError(f"{f}: not an ELF image vdsogen can read")
+            abi = _abi_of(img)
+            if abi != target.abi.name:
+                raise VdsogenError(f"{f}: a vDSO of the {abi or 'unknown'} ABI, not of {target.abi.name}: "
+                                   f"its instructions cannot be counted against the {target.name} image's")
             found.append((str(f), img))
         return found
     for d in dirs if dirs is not None else reference_dirs():
@@ -157,8 +161,10 @@ def hot_paths(target, image, live=None, references=()):
         for cls, reads in results.HOT_PATHS[f.name]:
             counts = {}
             for label, _path, img in columns:
-                counts[label] = None if img is None else hotpath.export_hot_path(img, name, reads,
-                                                                                 avoid.get(label, ()))
+                found = [] if img is None else [
+                    hotpath.export_hot_path(img, name, n, avoid.get(label, ()))
+                    for n in (reads if isinstance(reads, tuple) else (reads,))]
+                counts[label] = min((c for c in found if c is not None), default=None)
             hot.rows.append((f"{f.name} ({cls})" if cls else f.name, counts))
     return hot
 

@@ -49,15 +49,23 @@ extern vdso_time_data_t vdso_u_time_data __attribute__((visibility("hidden")));
 
 /*
  * The TOD clock.  stcke stores 16 bytes: an epoch index, the 64-bit clock
- * (bit 51 ticks once a microsecond), then more precision and the
- * programmable field.  It is as ordered as a load, so it needs no barrier.
+ * (bit 51 ticks once a microsecond), then more precision and, in the last
+ * two, the programmable field.  It is as ordered as a load, so it needs no
+ * barrier.  The counter (counter-tod.h.j2) and getcpu (getcpu-tod.h.j2)
+ * both read it.
  */
+static __always_inline void vdso_stcke(unsigned char clk[16])
+{
+	__asm__ __volatile__("stcke %0" : "=Q"(*(unsigned char (*)[16])clk) : : "cc");
+}
+
+/* The TOD clock's 64 bits, from bytes 1-8 of stcke's. */
 static __always_inline uint64_t vdso_read_tod(void)
 {
 	unsigned char clk[16] __attribute__((aligned(8)));
 	uint64_t tod;
 
-	__asm__ __volatile__("stcke %0" : "=Q"(*(unsigned char (*)[16])clk) : : "cc");
+	vdso_stcke(clk);
 	__builtin_memcpy(&tod, clk + 1, sizeof(tod));
 	return tod;
 }
@@ -126,6 +134,23 @@ static __always_inline long vdso_syscall(long nr, long a0, long a1, long a2)
 			     : "d"(r1), "d"(r3), "d"(r4)
 			     : "cc", "memory");
 	return r2;
+}
+
+/*
+ * getcpu from the TOD clock's programmable field, the last two bytes that
+ * stcke stores: s390 kernels set it to the number of each CPU.  There are
+ * no NUMA nodes on s390, so the node is 0.  It always answers.
+ */
+static __always_inline bool vdso_arch_getcpu(unsigned int *cpu, unsigned int *node)
+{
+	unsigned char clk[16] __attribute__((aligned(8)));
+
+	vdso_stcke(clk);
+	if (cpu)
+		*cpu = (unsigned int)clk[14] << 8 | clk[15];
+	if (node)
+		*node = 0;
+	return true;
 }
 
 #endif /* VDSOGEN_ARCH_H */

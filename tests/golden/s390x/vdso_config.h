@@ -34,8 +34,8 @@ typedef struct vdso_timestamp vdso_timestamp_t;
 #define VDSO_COUNTER_MASK		0
 #define VDSO_COUNTER_CLAMP_BACKWARDS	0
 
-/* getcpu answers from vdso_arch_getcpu() (none: always the syscall), the syscall when it cannot. */
-#define VDSO_HAS_ARCH_GETCPU	0
+/* getcpu answers from vdso_arch_getcpu() (the tod fragment), the syscall when it cannot. */
+#define VDSO_HAS_ARCH_GETCPU	1
 
 /* Resolution of the coarse clocks: one tick. */
 #define VDSO_LOW_RES_NSEC	4000000
