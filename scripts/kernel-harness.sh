@@ -1,23 +1,28 @@
 #!/bin/sh
 # The harness on a real kernel: Debian bookworm's stock linux-image (6.1)
-# for the ABI, booted under qemu-system (TCG) with two CPUs on two NUMA
-# nodes (CPU 0 on node 0, CPU 1 on node 1) and an initramfs whose /init
-# (scripts/e2e/harness-init.c) prints what the getcpu syscall says on each
-# CPU, runs the vdsogen harness on a vdsogen-built image, and powers off.
-# What the kernel gives each CPU (ppc64le: SPR 259, node << 16 | cpu) is
-# what qemu-user cannot show: here the harness's getcpu check compares the
-# image's answer with the syscall's on CPU 0 / node 0 and CPU 1 / node 1.
+# for the ABI, booted under qemu-system (TCG) with two CPUs and an
+# initramfs whose /init (scripts/e2e/harness-init.c) prints what the getcpu
+# syscall says on each CPU, runs the vdsogen harness on a vdsogen-built
+# image, and powers off.  What the kernel gives each CPU is what qemu-user
+# cannot show: here the harness's getcpu check compares the image's answer
+# with the syscall's on each CPU.
+#   ppc64le  two NUMA nodes (CPU 0 on node 0, CPU 1 on node 1); the kernel
+#            loads SPR 259 with node << 16 | cpu
+#   s390x    no NUMA (the node is always 0); the kernel sets each CPU's TOD
+#            programmable field (the last two bytes stcke stores) to its
+#            number
 #
-#   sh scripts/kernel-harness.sh [ppc64le]
+#   sh scripts/kernel-harness.sh [ppc64le|s390x]
 #
 # Not part of the test suite.  It runs scripts/setup.sh, then installs what
-# else it needs when missing (qemu-system-ppc, cpio; apt-get), downloads
+# else it needs when missing (the ABI's qemu-system-*, cpio; apt-get), downloads
 # the kernel package from the Debian mirror the host's apt uses
 # ($VDSOGEN_DEBIAN_MIRROR overrides it) through a private apt configuration,
 # and keeps everything outside the repository, in
 # $VDSOGEN_KERNEL_CACHE/ABI (default /var/tmp/vdsogen-kernel/ABI):
 #   apt/          the private apt configuration and its package lists
-#   vmlinux-REL   the kernel, carved out of the .deb (which is not kept)
+#   vmlinux-REL   the kernel image (s390x: the vmlinuz), carved out of the
+#                 .deb (which is not kept)
 #   kernel        "PACKAGE VERSION REL" of that kernel
 #   run/          the image, the harness, the initramfs, console.log
 # A rerun reuses the kernel; the package lists are refreshed once a day
@@ -27,13 +32,14 @@
 #
 # Prints the harness's output, init's cpu/node lines and the fetch, build
 # and boot times.  Exit status 0 only when the harness exited 0, its
-# summary says 0 failed, "ok getcpu" is there and init saw CPU 1 on node 1;
+# summary says 0 failed, "ok getcpu" is there and init saw CPU 1 where the
+# ABI puts it (ppc64le: node 1; s390x: node 0);
 # 1 with a one-line reason otherwise; 2 for a usage or set-up error.
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ABI=${1:-ppc64le}
-[ $# -le 1 ] || { echo "usage: $0 [ppc64le]" >&2; exit 2; }
+[ $# -le 1 ] || { echo "usage: $0 [ppc64le|s390x]" >&2; exit 2; }
 VDSOGEN=$ROOT/.venv/bin/vdsogen
 BOOT_TIMEOUT=${BOOT_TIMEOUT:-600}
 
@@ -46,6 +52,8 @@ secs() { echo "$(( $1 / 1000 )).$(printf %03d $(( $1 % 1000 )))"; }
 # -- the ABI: what Debian calls it, its kernel, its cross compiler, its qemu --
 # Another ABI is one more entry: the same variables, and boot_args printing
 # qemu's machine arguments (everything but -kernel, -initrd and -append).
+# LAYOUT says what boot_args makes; CPU1 is what init must print for CPU 1
+# ("init: $CPU1") for the getcpu comparison to prove anything.
 case $ABI in
 ppc64le)
 	DEBARCH=ppc64el
@@ -55,6 +63,8 @@ ppc64le)
 	QEMU=qemu-system-ppc64
 	QEMU_PKG=qemu-system-ppc
 	CONSOLE=hvc0
+	LAYOUT="2 CPUs on 2 NUMA nodes"
+	CPU1="cpu 1 node 1"
 	# pseries under TCG, POWER9, one CPU per socket so each can sit on its
 	# own node; the spectre capabilities TCG cannot give are declared off
 	# (qemu warns otherwise); memory in 256 MiB blocks, 512 MiB per node.
@@ -65,8 +75,24 @@ ppc64le)
 			"-numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1,memdev=m1"
 	}
 	;;
+s390x)
+	DEBARCH=s390x
+	FLAVOUR=s390x
+	KIMAGE='./boot/vmlinuz-*'	# the compressed image qemu's -kernel loads
+	CC=s390x-linux-gnu-gcc
+	QEMU=qemu-system-s390x
+	QEMU_PKG=qemu-system-misc
+	CONSOLE=ttysclp0	# the SCLP VT220 console qemu puts on -serial
+	LAYOUT="2 CPUs, no NUMA"
+	CPU1="cpu 1 node 0"
+	# s390-ccw-virtio under TCG with TCG's fullest CPU model; s390 has no
+	# NUMA for getcpu (the node is always 0).
+	boot_args() {
+		echo "-M s390-ccw-virtio -cpu max -smp 2 -m 1G"
+	}
+	;;
 *)
-	echo "usage: $0 [ppc64le]" >&2
+	echo "usage: $0 [ppc64le|s390x]" >&2
 	exit 2
 	;;
 esac
@@ -196,7 +222,7 @@ build_ms=$(( $(now_ms) - t0 ))
 say CPIO "$RUN/initramfs.cpio.gz ($(wc -c <"$RUN/initramfs.cpio.gz") bytes)"
 
 # -- boot under TCG ---------------------------------------------------------------
-say QEMU "$QEMU, 2 CPUs on 2 NUMA nodes (timeout ${BOOT_TIMEOUT} s)"
+say QEMU "$QEMU, $LAYOUT (timeout ${BOOT_TIMEOUT} s)"
 LOG=$RUN/console.log
 t0=$(now_ms)
 set +e
@@ -228,6 +254,6 @@ summary=$(grep -a -E '^[0-9]+ passed, [0-9]+ failed' "$CLEAN" | tail -n 1)
 [ -n "$summary" ] || fail "no summary line from the harness; console: $LOG"
 echo "$summary" | grep -q ' 0 failed' || fail "the harness says: $summary"
 grep -a -q -x 'ok getcpu' "$CLEAN" || fail "no 'ok getcpu' line: the getcpu check did not run or failed"
-grep -a -q -E 'init: cpu 1 node 1( |$)' "$CLEAN" ||
-	fail "init did not see CPU 1 on node 1: the getcpu comparison proves nothing"
+grep -a -q -E "init: $CPU1( |\$)" "$CLEAN" ||
+	fail "init did not print '$CPU1': the getcpu comparison proves nothing"
 echo "kernel-harness: PASS ($ABI on $KREL: $summary)"

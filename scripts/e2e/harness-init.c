@@ -7,8 +7,9 @@
  *      it; devtmpfs is the fallback);
  *   2. pins itself to each CPU it may run on in turn and prints what the
  *      getcpu syscall answers there, "init: cpu C node N" (on powerpc64 also
- *      the SPR 259 the kernel loads per CPU), so the log shows the machine's
- *      CPU and NUMA layout took effect;
+ *      the SPR 259 the kernel loads per CPU, on s390x the TOD programmable
+ *      field it sets per CPU), so the log shows the machine's CPU and NUMA
+ *      layout took effect;
  *   3. runs "/harness /vdso.so" as a child with every CPU allowed, waits
  *      for it and prints "init: harness exit N" (or "signal N");
  *   4. powers the machine off.  PID 1 never exits: the kernel would panic.
@@ -66,6 +67,18 @@ static unsigned long read_spr259(void)
 	__asm__ volatile("mfspr %0, 259" : "=r"(v));
 	return v;
 }
+#elif defined(__s390x__)
+/*
+ * The TOD programmable field: the last two bytes of the 16 that STORE CLOCK
+ * EXTENDED stores, which Linux sets to each CPU's number (SCKPF at CPU start).
+ */
+static unsigned int read_tod_pf(void)
+{
+	struct { unsigned char b[16]; } __attribute__((aligned(8))) clk;
+
+	__asm__ volatile("stcke %0" : "=Q"(clk) : : "cc");
+	return (unsigned int)clk.b[14] << 8 | clk.b[15];
+}
 #endif
 
 /* What getcpu says on each CPU of ALL, one line each. */
@@ -91,6 +104,8 @@ static void show_cpus(const cpu_set_t *all)
 		}
 #if defined(__powerpc64__)
 		printf("init: cpu %u node %u (spr259 %#lx)\n", cpu, node, read_spr259());
+#elif defined(__s390x__)
+		printf("init: cpu %u node %u (tod pf %#x)\n", cpu, node, read_tod_pf());
 #else
 		printf("init: cpu %u node %u\n", cpu, node);
 #endif
