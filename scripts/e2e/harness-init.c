@@ -79,6 +79,40 @@ static unsigned int read_tod_pf(void)
 	__asm__ volatile("stcke %0" : "=Q"(clk) : : "cc");
 	return (unsigned int)clk.b[14] << 8 | clk.b[15];
 }
+#elif defined(__aarch64__)
+/* The generic timer as EL0 reads it (the kernel enables EL0 access to both). */
+static unsigned long read_cntfrq(void)
+{
+	unsigned long v;
+
+	__asm__ volatile("mrs %0, cntfrq_el0" : "=r"(v));
+	return v;
+}
+
+static unsigned long long read_cntvct(void)
+{
+	unsigned long v;
+
+	__asm__ volatile("isb; mrs %0, cntvct_el0" : "=r"(v) : : "memory");
+	return v;
+}
+#elif defined(__arm__)
+/* The same registers through CP15 (AArch32 at EL0, under an arm64 kernel). */
+static unsigned long read_cntfrq(void)
+{
+	unsigned long v;
+
+	__asm__ volatile("mrc p15, 0, %0, c14, c0, 0" : "=r"(v));
+	return v;
+}
+
+static unsigned long long read_cntvct(void)
+{
+	unsigned long lo, hi;
+
+	__asm__ volatile("isb; mrrc p15, 1, %0, %1, c14" : "=r"(lo), "=r"(hi) : : "memory");
+	return (unsigned long long)hi << 32 | lo;
+}
 #endif
 
 /* What getcpu says on each CPU of ALL, one line each. */
@@ -106,6 +140,9 @@ static void show_cpus(const cpu_set_t *all)
 		printf("init: cpu %u node %u (spr259 %#lx)\n", cpu, node, read_spr259());
 #elif defined(__s390x__)
 		printf("init: cpu %u node %u (tod pf %#x)\n", cpu, node, read_tod_pf());
+#elif defined(__aarch64__) || defined(__arm__)
+		printf("init: cpu %u node %u (cntfrq %lu cntvct %#llx)\n", cpu, node,
+		       read_cntfrq(), read_cntvct());
 #else
 		printf("init: cpu %u node %u\n", cpu, node);
 #endif
