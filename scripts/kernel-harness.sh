@@ -19,8 +19,16 @@
 #            `vdsogen test` runs the test build (its counter injected);
 #            here the real build runs, with a harness built for it, and its
 #            counter read (isb; mrrc cntvct) is the kernel's
+#   arm      Debian's armhf (armmp) kernel on the virt board (Cortex-A15), no
+#            NUMA, no vDSO getcpu; like arm64-compat, its real build runs
+#            (qemu-user cannot read CNTVCT)
+#   mips-n64, mips-o32, mips-n32  Debian's mips64el (5kc-malta) kernel on
+#            malta with a MIPS64 R2 CPU: one CPU (the kernel's SMP needs the
+#            MT ASE), no vDSO getcpu; the real builds run, their counter read
+#            (rdhwr $2, the CP0 Count) the kernel's.  o32 and n32 boot the
+#            n64 kernel, as arm64-compat does the arm64 one
 #
-#   sh scripts/kernel-harness.sh [ppc64le|s390x|arm64|arm64-compat]
+#   sh scripts/kernel-harness.sh [ppc64le|s390x|arm64|arm64-compat|arm|mips-n64|mips-o32|mips-n32]
 #
 # Not part of the test suite.  It runs scripts/setup.sh, then installs what
 # else it needs when missing (the ABI's qemu-system-*, cpio; apt-get), downloads
@@ -34,7 +42,8 @@
 #   kernel        "PACKAGE VERSION REL" of that kernel
 #   run/          the image, the harness, the initramfs, console.log
 # (arm64-compat boots the arm64 kernel: it uses $VDSOGEN_KERNEL_CACHE/arm64,
-# with its own run-arm64-compat/ there)
+# with its own run-arm64-compat/ there; mips-o32 and mips-n32 likewise use
+# mips-n64's)
 # A rerun reuses the kernel; the package lists are refreshed once a day
 # (VDSOGEN_KERNEL_REFRESH=1: now), and a failed refresh falls back to the
 # kernel already there.  BOOT_TIMEOUT (seconds, default 600) bounds the
@@ -44,13 +53,13 @@
 # and boot times.  Exit status 0 only when the harness exited 0, its
 # summary says 0 failed, "ok getcpu" is there (where the ABI's vDSO has
 # getcpu) and init saw CPU 1 where the ABI puts it (ppc64le: node 1; s390x,
-# arm64: node 0);
+# arm64, arm: node 0; mips, with one CPU: CPU 0 on node 0);
 # 1 with a one-line reason otherwise; 2 for a usage or set-up error.
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ABI=${1:-ppc64le}
-[ $# -le 1 ] || { echo "usage: $0 [ppc64le|s390x|arm64|arm64-compat]" >&2; exit 2; }
+[ $# -le 1 ] || { echo "usage: $0 [ppc64le|s390x|arm64|arm64-compat|arm|mips-n64|mips-o32|mips-n32]" >&2; exit 2; }
 VDSOGEN=$ROOT/.venv/bin/vdsogen
 BOOT_TIMEOUT=${BOOT_TIMEOUT:-600}
 
@@ -129,8 +138,53 @@ arm64|arm64-compat)
 		echo "-M virt -cpu max -smp 2 -m 1G"
 	}
 	;;
+arm)
+	DEBARCH=armhf
+	FLAVOUR=armmp
+	KIMAGE='./boot/vmlinuz-*'	# a zImage (self-decompressing): booted as it is
+	CC=arm-linux-gnueabihf-gcc
+	QEMU=qemu-system-arm
+	QEMU_PKG=qemu-system-arm
+	CONSOLE=ttyAMA0	# the virt board's PL011
+	LAYOUT="2 CPUs, no NUMA"
+	CPU1="cpu 1 node 0"
+	GETCPU=0	# arm's vDSO has no getcpu
+	# virt under TCG (qemu makes the device tree: no DTB file) with a
+	# Cortex-A15, whose generic timer is what the image's CNTVCT read
+	# (isb; mrrc) sees; armmp is not LPAE, so 1 GiB is lowmem plus highmem.
+	boot_args() {
+		echo "-M virt -cpu cortex-a15 -smp 2 -m 1G"
+	}
+	;;
+mips-n64|mips-o32|mips-n32)
+	DEBARCH=mips64el
+	FLAVOUR=5kc-malta
+	KIMAGE='./boot/vmlinuz-*'	# an ELF (self-decompressing), which malta's -kernel loads
+	case $ABI in
+	mips-n64) CC=mips64el-linux-gnuabi64-gcc ;;
+	mips-o32) CC=mipsel-linux-gnu-gcc; KABI=mips-n64 ;;
+	mips-n32) CC="mips64el-linux-gnuabi64-gcc -mabi=n32"; KABI=mips-n64 ;;	# the n32 multilib
+	esac
+	QEMU=qemu-system-mips64el
+	QEMU_PKG=qemu-system-mips
+	CONSOLE=ttyS0	# malta's first 16550
+	# One CPU: the flavour's SMP is MIPS_MT_SMP alone (no CPS), which needs
+	# the MT ASE no qemu MIPS64 CPU has, and malta with -smp 2 starts every
+	# CPU at the reset vector (the boot hangs before the console).  So init
+	# must show the one CPU it has, not a CPU 1.
+	LAYOUT="1 CPU (no SMP without MT), no NUMA"
+	CPU1="cpu 0 node 0"
+	GETCPU=0	# MIPS's vDSOs have no getcpu
+	# malta under TCG with a MIPS64 release 2 CPU: the kernel (built for
+	# MIPS64 R2) lets user space read the CP0 Count through rdhwr $2 (the
+	# image's counter) on R2 and later (the 5Kc the flavour is named after
+	# is R1).
+	boot_args() {
+		echo "-M malta -cpu MIPS64R2-generic -smp 1 -m 1G"
+	}
+	;;
 *)
-	echo "usage: $0 [ppc64le|s390x|arm64|arm64-compat]" >&2
+	echo "usage: $0 [ppc64le|s390x|arm64|arm64-compat|arm|mips-n64|mips-o32|mips-n32]" >&2
 	exit 2
 	;;
 esac

@@ -8,7 +8,8 @@
  *   2. pins itself to each CPU it may run on in turn and prints what the
  *      getcpu syscall answers there, "init: cpu C node N" (on powerpc64 also
  *      the SPR 259 the kernel loads per CPU, on s390x the TOD programmable
- *      field it sets per CPU), so the log shows the machine's CPU and NUMA
+ *      field it sets per CPU, on arm the generic timer, on mips the CP0
+ *      Count through rdhwr), so the log shows the machine's CPU and NUMA
  *      layout took effect;
  *   3. runs "/harness /vdso.so" as a child with every CPU allowed, waits
  *      for it and prints "init: harness exit N" (or "signal N");
@@ -113,6 +114,26 @@ static unsigned long long read_cntvct(void)
 	__asm__ volatile("isb; mrrc p15, 1, %0, %1, c14" : "=r"(lo), "=r"(hi) : : "memory");
 	return (unsigned long long)hi << 32 | lo;
 }
+#elif defined(__mips__)
+/*
+ * The CP0 Count as user space reads it, rdhwr $2 (release 2 and later; the
+ * kernel enables it in HWREna), and its resolution, rdhwr $3 (CCRes).
+ */
+static unsigned int read_hwr_cc(void)
+{
+	unsigned long v;
+
+	__asm__ volatile(".set push\n\t.set mips32r2\n\trdhwr %0, $2\n\t.set pop" : "=r"(v));
+	return (unsigned int)v;
+}
+
+static unsigned int read_hwr_ccres(void)
+{
+	unsigned long v;
+
+	__asm__ volatile(".set push\n\t.set mips32r2\n\trdhwr %0, $3\n\t.set pop" : "=r"(v));
+	return (unsigned int)v;
+}
 #endif
 
 /* What getcpu says on each CPU of ALL, one line each. */
@@ -143,6 +164,9 @@ static void show_cpus(const cpu_set_t *all)
 #elif defined(__aarch64__) || defined(__arm__)
 		printf("init: cpu %u node %u (cntfrq %lu cntvct %#llx)\n", cpu, node,
 		       read_cntfrq(), read_cntvct());
+#elif defined(__mips__)
+		printf("init: cpu %u node %u (count %#x ccres %u)\n", cpu, node,
+		       read_hwr_cc(), read_hwr_ccres());
 #else
 		printf("init: cpu %u node %u\n", cpu, node);
 #endif
