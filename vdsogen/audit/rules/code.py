@@ -11,6 +11,18 @@ BCL_20_31_NEXT = 0x429F0005   # bcl 20,31,.+4
 MAX_FINDINGS = 20
 
 
+def capped(findings, more=None):
+    """The first MAX_FINDINGS of `findings` ((where, message) pairs), then, if
+    `more` names what they are, one finding that counts the rest."""
+    count = 0
+    for finding in findings:
+        count += 1
+        if count <= MAX_FINDINGS:
+            yield finding
+    if more and count > MAX_FINDINGS:
+        yield "code", f"{count - MAX_FINDINGS} more {more}"
+
+
 def code_words(img):
     """(file offset, 32-bit word) of every aligned word in executable sections;
     four words are a unit of the image's work budget."""
@@ -36,17 +48,14 @@ def powerpc_bcl(ctx):
     img = ctx.image
     if img.e_machine not in (EM_PPC, EM_PPC64):
         return
-    count = 0
-    for off, word in code_words(img):
-        # opcode 16 (bc) with LK set and AA clear is a bcl.
-        if word & 0xFC000003 == 0x40000001 and word != BCL_20_31_NEXT:
-            count += 1
-            if count > MAX_FINDINGS:
-                continue
-            bo, bi, bd = (word >> 21) & 31, (word >> 16) & 31, word & 0xFFFC
-            yield f"@0x{off:x}", f"bcl {bo},{bi},.{'+' if bd < 0x8000 else '-'}{bd if bd < 0x8000 else 0x10000 - bd}"
-    if count > MAX_FINDINGS:
-        yield "code", f"{count - MAX_FINDINGS} more bcl of another form"
+
+    def found():
+        for off, word in code_words(img):
+            # opcode 16 (bc) with LK set and AA clear is a bcl.
+            if word & 0xFC000003 == 0x40000001 and word != BCL_20_31_NEXT:
+                bo, bi, bd = (word >> 21) & 31, (word >> 16) & 31, word & 0xFFFC
+                yield f"@0x{off:x}", f"bcl {bo},{bi},.{'+' if bd < 0x8000 else '-'}{bd if bd < 0x8000 else 0x10000 - bd}"
+    yield from capped(found(), "bcl of another form")
 
 
 def code_regions(img):
@@ -114,16 +123,10 @@ def branches_inside(ctx):
     regions, insns = reached(ctx)
     lo = min((s.vaddr for s in img.loads), default=0)
     hi = img.image_end
-    count = 0
-    for addr, insn, _raw in insns:
-        if insn.target is None or lo <= insn.target < hi:
-            continue
-        count += 1
-        if count <= MAX_FINDINGS:
-            yield _where(regions, img, addr), (f"{insn.kind} at 0x{addr:x} to 0x{insn.target & (1 << 64) - 1:x}, "
-                                               f"outside the image [0x{lo:x}, 0x{hi:x})")
-    if count > MAX_FINDINGS:
-        yield "code", f"{count - MAX_FINDINGS} more branch(es) outside the image"
+    yield from capped(((_where(regions, img, addr), f"{insn.kind} at 0x{addr:x} to "
+                        f"0x{insn.target & (1 << 64) - 1:x}, outside the image [0x{lo:x}, 0x{hi:x})")
+                       for addr, insn, _raw in insns if insn.target is not None and not lo <= insn.target < hi),
+                      "branch(es) outside the image")
 
 
 @rule("K003", "error", "arm64 code must not write x18",
@@ -135,12 +138,10 @@ def arm64_x18(ctx):
     if img.e_machine != EM_AARCH64:
         return
     regions, insns = reached(ctx)
-    count = 0
-    for addr, insn, raw in insns:
-        if len(raw) == 4 and decode.arm64_writes_x18(int.from_bytes(raw, "little")):
-            count += 1
-            if count <= MAX_FINDINGS:
-                yield _where(regions, img, addr), f"instruction 0x{int.from_bytes(raw, 'little'):08x} at 0x{addr:x} writes x18"
+    yield from capped((_where(regions, img, addr), f"instruction 0x{int.from_bytes(raw, 'little'):08x} at 0x{addr:x} "
+                                                   f"writes x18")
+                      for addr, insn, raw in insns
+                      if len(raw) == 4 and decode.arm64_writes_x18(int.from_bytes(raw, "little")))
 
 
 # X-form (primary opcode 31) extended opcodes whose destination is RA, not
@@ -211,12 +212,8 @@ def powerpc_r30(ctx):
         go = {lk.symbol for lk in abi.lookups["go"]}
         entries = [(s.value, None) for s in img.dynsym[1:] if s.defined and s.name in go and s.value in index]
         insns = list(decode.walk(img, index, entries))
-    count = 0
-    for addr, insn, raw in insns:
-        if len(raw) == 4 and 30 in ppc_gprs_written(int.from_bytes(raw, img.code_endian)):
-            count += 1
-            if count <= MAX_FINDINGS:
-                yield _where(regions, img, addr), (f"instruction 0x{int.from_bytes(raw, img.code_endian):08x} "
-                                                   f"at 0x{addr:x} writes r30")
-    if count > MAX_FINDINGS:
-        yield "code", f"{count - MAX_FINDINGS} more instruction(s) writing r30"
+    yield from capped(((_where(regions, img, addr), f"instruction 0x{int.from_bytes(raw, img.code_endian):08x} "
+                                                    f"at 0x{addr:x} writes r30")
+                       for addr, insn, raw in insns
+                       if len(raw) == 4 and 30 in ppc_gprs_written(int.from_bytes(raw, img.code_endian))),
+                      "instruction(s) writing r30")
