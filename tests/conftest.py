@@ -60,6 +60,20 @@ def elf(path):
     return ELFFile(open(path, "rb"))
 
 
+def breg(expr, reg):
+    """Offset and the rest of a DWARF expression that starts DW_OP_breg<reg> (a SLEB128 offset)."""
+    assert expr[0] == 0x70 + reg, expr
+    value = shift = 0
+    for i, byte in enumerate(expr[1:], 1):
+        value |= (byte & 0x7f) << shift
+        shift += 7
+        if not byte & 0x80:
+            if byte & 0x40:
+                value -= 1 << shift
+            return value, list(expr[i + 1:])
+    raise ValueError("unterminated SLEB128")
+
+
 def dynsym(path):
     return {s.name: s for s in elf(path).get_section_by_name(".dynsym").iter_symbols()}
 

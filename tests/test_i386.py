@@ -19,7 +19,7 @@ from vdsogen.harness.driver import build_harness, run_harness
 from vdsogen.spec import functions
 from vdsogen.spec.model import Export, load_target
 
-from conftest import dynsym, elf
+from conftest import breg, dynsym, elf
 from test_harness import build_broken, expected_checks, harnesses, run_broken  # noqa: F401 (fixture)
 
 TOOLCHAINS = {"clang": {}, "gnu": {"CROSS_COMPILE": "i686-linux-gnu-"}}
@@ -87,26 +87,6 @@ def eh_frame_entries(path):
     return list(elf(path).get_dwarf_info().EH_CFI_entries())
 
 
-def sleb(data):
-    """Value of a SLEB128 at the start of data, and its length."""
-    value = shift = 0
-    for i, byte in enumerate(data):
-        value |= (byte & 0x7f) << shift
-        shift += 7
-        if not byte & 0x80:
-            if byte & 0x40:
-                value -= 1 << shift
-            return value, i + 1
-    raise ValueError("unterminated SLEB128")
-
-
-def breg4(expr):
-    """Offset of a DW_OP_breg4 (esp) expression, and what follows it."""
-    assert expr[0] == 0x74, expr
-    value, n = sleb(bytes(expr[1:]))
-    return value, list(expr[1 + n:])
-
-
 @pytest.mark.parametrize("tc", TOOLCHAINS)
 @pytest.mark.parametrize("name", TRAMPOLINES)
 def test_trampoline_cfi(tc, name, images):
@@ -130,8 +110,8 @@ def test_trampoline_cfi(tc, name, images):
     cfa = [i for i in first if i.opcode == 0x0f]
     regs = {i.args[0]: i.args[1] for i in first if i.opcode == 0x10}
     at = SIGCONTEXT_AT[name]
-    assert len(cfa) == 1 and breg4(cfa[0].args[0]) == (at + SC_ESP, [0x06]), cfa
-    assert breg4(regs[8]) == (at + SC_EIP, []) and breg4(regs[4]) == (at + SC_ESP, []), regs
+    assert len(cfa) == 1 and breg(cfa[0].args[0], 4) == (at + SC_ESP, [0x06]), cfa
+    assert breg(regs[8], 4) == (at + SC_EIP, []) and breg(regs[4], 4) == (at + SC_ESP, []), regs
     assert sorted(regs) == list(range(9)), "eax..edi, esp and eip all described"
 
 

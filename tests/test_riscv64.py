@@ -14,7 +14,7 @@ from vdsogen.audit.check import check_image
 from vdsogen.audit.run import audit_path
 from vdsogen.spec.model import load_target
 
-from conftest import dynsym, elf
+from conftest import breg, dynsym, elf
 from test_harness import build_broken, expected_checks, harnesses, run_broken  # noqa: F401 (fixture)
 
 TOOLCHAINS = {"clang": {}, "gnu": {"CROSS_COMPILE": "riscv64-linux-gnu-"}}
@@ -69,25 +69,6 @@ def test_linux_export_set_and_no_relocation(tc, images):
     assert [(p["p_offset"], p["p_flags"]) for p in loads] == [(0, 5)]
 
 
-def sleb(data):
-    value = shift = 0
-    for i, byte in enumerate(data):
-        value |= (byte & 0x7f) << shift
-        shift += 7
-        if not byte & 0x80:
-            if byte & 0x40:
-                value -= 1 << shift
-            return value, i + 1
-    raise ValueError("unterminated SLEB128")
-
-
-def breg2(expr):
-    """Offset of a DW_OP_breg2 (sp) expression, and what follows it."""
-    assert expr[0] == 0x72, expr
-    value, n = sleb(bytes(expr[1:]))
-    return value, list(expr[1 + n:])
-
-
 @pytest.mark.parametrize("tc", TOOLCHAINS)
 def test_trampoline_cfi(tc, images):
     _, so, _ = images(tc)
@@ -102,8 +83,8 @@ def test_trampoline_cfi(tc, images):
     assert fde.cie.header["return_address_register"] == PC_COLUMN
     assert not [i for i in fde.instructions if instruction_name(i.opcode).startswith("DW_CFA_advance_loc")]
     cfa = [i for i in fde.instructions if i.opcode == 0x0f]
-    regs = {i.args[0]: breg2(i.args[1]) for i in fde.instructions if i.opcode == 0x10}
-    assert len(cfa) == 1 and breg2(cfa[0].args[0]) == (REGS + 16, [0x06]), cfa
+    regs = {i.args[0]: breg(i.args[1], 2) for i in fde.instructions if i.opcode == 0x10}
+    assert len(cfa) == 1 and breg(cfa[0].args[0], 2) == (REGS + 16, [0x06]), cfa
     assert regs == {PC_COLUMN: (REGS, []), **{n: (REGS + 8 * n, []) for n in range(1, 32)}}, regs
 
 

@@ -19,7 +19,7 @@ from vdsogen.build.toolchain import Builder
 from vdsogen.errors import BuildError
 from vdsogen.spec.model import load_target
 
-from conftest import dynsym, elf
+from conftest import breg, dynsym, elf
 from test_harness import build_broken, expected_checks, harnesses, run_broken  # noqa: F401 (fixture)
 
 TOOLCHAINS = {"clang": {}, "gnu": {"CROSS_COMPILE": "s390x-linux-gnu-"}}
@@ -104,24 +104,6 @@ def test_entries_make_a_frame_with_a_cleared_back_chain(tc, images):
         assert code_at(e, dynsym(so)[name]["st_value"], len(ENTRY_PROLOGUE)) == ENTRY_PROLOGUE, name
 
 
-def sleb(data):
-    value = shift = 0
-    for i, byte in enumerate(data):
-        value |= (byte & 0x7f) << shift
-        shift += 7
-        if not byte & 0x80:
-            if byte & 0x40:
-                value -= 1 << shift
-            return value, i + 1
-    raise ValueError("unterminated SLEB128")
-
-
-def breg15(expr):
-    assert expr[0] == 0x7f, expr
-    value, n = sleb(bytes(expr[1:]))
-    return value, list(expr[1 + n:])
-
-
 @pytest.mark.parametrize("tc", TOOLCHAINS)
 @pytest.mark.parametrize("name", sorted(SIGNAL_TRAMPOLINES))
 def test_trampoline_cfi(tc, name, images):
@@ -136,9 +118,9 @@ def test_trampoline_cfi(tc, name, images):
     assert fde.cie.header["return_address_register"] == PC_COLUMN
     sregs = SIGNAL_TRAMPOLINES[name]
     cfa = [i for i in fde.instructions if i.opcode == 0x0f]
-    regs = {i.args[0]: breg15(i.args[1]) for i in fde.instructions if i.opcode == 0x10}
+    regs = {i.args[0]: breg(i.args[1], 15) for i in fde.instructions if i.opcode == 0x10}
     # CFA = gprs[15] + 160; psw.addr and gprs[0..15] from the _sigregs.
-    assert len(cfa) == 1 and breg15(cfa[0].args[0]) == (sregs + 16 + 120, [0x06, 0x23, 0xa0, 0x01]), cfa
+    assert len(cfa) == 1 and breg(cfa[0].args[0], 15) == (sregs + 16 + 120, [0x06, 0x23, 0xa0, 0x01]), cfa
     assert regs == {PC_COLUMN: (sregs + 8, []), **{n: (sregs + 16 + 8 * n, []) for n in range(16)}}, regs
 
 
