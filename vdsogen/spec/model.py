@@ -230,10 +230,14 @@ class Target:
         """The functions arch fragments implement (impl-NAME.S.j2) for this target."""
         return _functions_of(self.arch_exports)
 
+    def implemented_by(self, name):
+        """Where function `name` is implemented for this target: "core", "arch", or None (no export)."""
+        return next((e.where for e in self.exports if e.impl == name), None)
+
     @property
     def getcpu_in_user_space(self):
         """getcpu answers without the syscall: a C hook or an arch entry."""
-        return bool(self.getcpu) or any(e.impl == "getcpu" and e.arch_impl for e in self.exports)
+        return bool(self.getcpu) or self.implemented_by("getcpu") == "arch"
 
     def symbols(self):
         """Every exported (name, version, binding): entries, aliases, trampolines."""
