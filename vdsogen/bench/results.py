@@ -174,17 +174,17 @@ def _ratio_cell(s):
 
 
 # The hot-path classes counted per function: (label, the counter reads the
-# path makes: a number, or a tuple of numbers of which the fewest
-# instructions count).  getcpu may take its CPU number from the counter's
-# instruction (s390's stcke, whose programmable field holds it; rdtscp's
-# TSC_AUX), so a path with one read counts too.
+# path may make; the fewest instructions over them count).  getcpu may take
+# its CPU number from the counter's instruction (s390's stcke, whose
+# programmable field holds it; rdtscp's TSC_AUX), so a path with one read
+# counts too.
 HOT_PATHS = {
-    "clock_gettime": (("counter clock", 1), ("coarse clock", 0)),
-    "clock_gettime64": (("counter clock", 1), ("coarse clock", 0)),
-    "gettimeofday": (("", 1),),
-    "time": (("", 0),),
-    "clock_getres": (("", 0),),
-    "clock_getres_time64": (("", 0),),
+    "clock_gettime": (("counter clock", (1,)), ("coarse clock", (0,))),
+    "clock_gettime64": (("counter clock", (1,)), ("coarse clock", (0,))),
+    "gettimeofday": (("", (1,)),),
+    "time": (("", (0,)),),
+    "clock_getres": (("", (0,)),),
+    "clock_getres_time64": (("", (0,)),),
     "getcpu": (("", (0, 1)),),
 }
 

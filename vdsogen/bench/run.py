@@ -161,9 +161,8 @@ def hot_paths(target, image, live=None, references=()):
         for cls, reads in results.HOT_PATHS[f.name]:
             counts = {}
             for label, _path, img in columns:
-                found = [] if img is None else [
-                    hotpath.export_hot_path(img, name, n, avoid.get(label, ()))
-                    for n in (reads if isinstance(reads, tuple) else (reads,))]
+                found = [] if img is None else [hotpath.export_hot_path(img, name, n, avoid.get(label, ()))
+                                                for n in reads]
                 counts[label] = min((c for c in found if c is not None), default=None)
             hot.rows.append((f"{f.name} ({cls})" if cls else f.name, counts))
     return hot
