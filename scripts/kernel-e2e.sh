@@ -92,9 +92,12 @@ say VDSOGEN "x32 image (docs/kernel/x32.toml) in $X32"
 "$VDSOGEN" build --arch=x32 --specs="$ROOT/docs/kernel" --kconfig="$OBJ/.config" --out="$X32" >/dev/null
 X32_IMAGE=$X32/vdso.so
 X32_BUILD_ID=$(readelf -n "$X32_IMAGE" | awk '/Build ID/ { print $3 }')
-X32_DATA_BYTES=$(/usr/bin/python3 -c 'import sys, tomllib
-d = tomllib.load(open(sys.argv[1], "rb"))["datapage"]
-print(d["pages"] * d["page_size"])' "$ROOT/docs/kernel/x32.toml")
+# The data pages below the image, as `vdsogen run` passes them (the model's,
+# with this kernel's configuration, as the image was built).
+X32_DATA_BYTES=$("$ROOT/.venv/bin/python" -c 'import sys
+from vdsogen.spec.model import load_target
+d = load_target("x32", specs=sys.argv[1], kconfig=sys.argv[2]).datapage
+print(d.pages * d.page_size)' "$ROOT/docs/kernel" "$OBJ/.config")
 say BUILT "x32 vDSO $X32_IMAGE, build-id $X32_BUILD_ID, $X32_DATA_BYTES bytes of data pages"
 say CC "$RUN/supervise (static), $RUN/probe-x32 (vdsogen run's x32 probe)"
 gcc -std=gnu11 -O2 -Wall -Wextra -Werror -static "$ROOT/runner/supervise.c" -o "$RUN/supervise"
