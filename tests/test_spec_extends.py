@@ -12,7 +12,7 @@ from test_cli import vdsogen
 from vdsogen.build.depfile import Request, inputs
 from vdsogen.elf.reader import ElfImage
 from vdsogen.errors import SpecError
-from vdsogen.spec.model import load_target
+from vdsogen.spec.model import _merge, load_target
 
 BASE = """\
 abi = "arm64"
@@ -33,12 +33,6 @@ mask = true
 clamp_backwards = false
 [syscall]
 fragment = "svc"
-instruction = "svc #0"
-convention = "negative-errno"
-[syscall.numbers]
-gettimeofday = 169
-clock_gettime = 113
-clock_getres = 114
 [datapage]
 layout = "linux-6.17"
 page_size = 4096
@@ -77,18 +71,68 @@ def test_tables_merge_and_arrays_replace(tmp_path):
     write(tmp_path, "base", BASE)
     write(tmp_path, "child", 'extends = "base"\n'
                              '[datapage]\npage_size = 16384\n'
-                             '[syscall.numbers]\nclock_gettime = 999\n'
                              '[[export]]\nname = "__kernel_clock_getres"\nimpl = "clock_getres"\n'
                              '[toolchain]\ncflags = []\n')
     base, child = load_target("base", tmp_path), load_target("child", tmp_path)
     # [datapage]: one key overridden, the others kept.
     assert (child.datapage.page_size, child.datapage.pages, child.datapage.tick_nsec) == (16384, 4, 4000000)
-    # [syscall.numbers], a table in a table: merged too.
-    assert child.syscalls.numbers == {**base.syscalls.numbers, "clock_gettime": 999}
     # Arrays, of tables or of strings, replace the base's.
     assert [e.name for e in child.exports] == ["__kernel_clock_getres"]
     assert child.toolchain.cflags == ()
     assert child.counter == base.counter and child.elf == base.elf
+
+
+def test_tables_in_tables_merge_too():
+    base = {"a": {"b": {"c": 1, "d": 2}, "e": [1]}, "f": 1}
+    assert _merge(base, {"a": {"b": {"c": 3}, "e": [2]}}) == {"a": {"b": {"c": 3, "d": 2}, "e": [2]}, "f": 1}
+    assert base["a"]["b"] == {"c": 1, "d": 2}, "the base is left as it was"
+
+
+def test_unset_drops_an_inherited_key_or_table(tmp_path):
+    write(tmp_path, "base", BASE + '[harness]\nchecks = []\n')
+    assert load_target("base", tmp_path).toolchain.qemu == "aarch64"
+    write(tmp_path, "child", 'extends = "base"\nunset = ["toolchain.qemu", "harness"]\n')
+    t = load_target("child", tmp_path)
+    assert t.toolchain.qemu is None and t.harness == load_target("base", tmp_path).harness
+    # unset then set again: the child's own value wins.
+    write(tmp_path, "child", 'extends = "base"\nunset = ["toolchain"]\n[toolchain]\nclang_target = "x"\n'
+                             'gnu_triple = "aarch64-linux-gnu"\n')
+    t = load_target("child", tmp_path)
+    assert (t.toolchain.clang_target, t.toolchain.qemu, t.toolchain.cflags) == ("x", None, ())
+
+
+@pytest.mark.parametrize("unset, key, message", [
+    ('["toolchain.qemus"]', "unset[0]", "the base has no key 'toolchain.qemus' (did you mean 'qemu'?)"),
+    ('["nosuch.qemu"]', "unset[0]", "the base has no table 'nosuch'"),
+    ('"toolchain"', "unset", "expected an array of dotted keys"),
+])
+def test_a_bad_unset_names_file_and_key(tmp_path, unset, key, message):
+    write(tmp_path, "base", BASE)
+    write(tmp_path, "child", f'extends = "base"\nunset = {unset}\n')
+    with pytest.raises(SpecError) as e:
+        load_target("child", tmp_path)
+    assert (e.value.path, e.value.key) == (str(tmp_path / "child.toml"), key)
+    assert message in e.value.message
+
+
+def test_unset_needs_extends(tmp_path):
+    write(tmp_path, "alone", 'unset = ["harness"]\n' + BASE)
+    with pytest.raises(SpecError) as e:
+        load_target("alone", tmp_path)
+    assert e.value.key == "unset" and "only a spec that extends another" in e.value.message
+
+
+def test_a_spec_extending_its_own_name_extends_vdsogens(tmp_path):
+    """A kernel tree's arch/x86/vdsogen/x86_64.toml extends vdsogen's x86_64;
+    a spec extending its own name that vdsogen does not have is an error."""
+    write(tmp_path, "a", 'extends = "a"\n')
+    with pytest.raises(SpecError) as e:
+        load_target("a", tmp_path)
+    assert e.value.key == "extends" and "a spec that extends its own name extends vdsogen's" in e.value.message
+    write(tmp_path, "x86_64", 'extends = "x86_64"\n[datapage]\ntick_nsec = 1000000\n')
+    t = load_target("x86_64", tmp_path)
+    assert t.datapage.tick_nsec == 1000000
+    assert t.spec_files == (str(tmp_path / "x86_64.toml"), str(ROOT / "specs" / "x86_64.toml"))
 
 
 def test_a_chain_and_a_base_from_vdsogens_own_specs(tmp_path):
@@ -109,9 +153,13 @@ def test_missing_base_names_file_and_key(tmp_path):
         load_target("child", tmp_path)
     assert (e.value.path, e.value.key) == (str(tmp_path / "child.toml"), "extends")
     assert "no spec 'nosuch'" in e.value.message
+    write(tmp_path, "child", 'extends = "arm46"\n')
+    with pytest.raises(SpecError) as e:
+        load_target("child", tmp_path)
+    assert "(did you mean 'arm64'?)" in e.value.message
 
 
-@pytest.mark.parametrize("chain", [["a"], ["a", "b"], ["a", "b", "c"]])
+@pytest.mark.parametrize("chain", [["a", "b"], ["a", "b", "c"]])
 def test_cycle_names_file_and_key(tmp_path, chain):
     for name, nxt in zip(chain, chain[1:] + chain[:1]):
         write(tmp_path, name, f'extends = "{nxt}"\n')

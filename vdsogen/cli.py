@@ -5,7 +5,7 @@ import os
 import sys
 
 from vdsogen import __version__
-from vdsogen.errors import VdsogenError
+from vdsogen.errors import SpecErrors, VdsogenError
 
 
 def load_target(*args, **kwargs):
@@ -271,6 +271,10 @@ def main(argv=None):
     args = parser().parse_args(argv)
     try:
         return args.func(args)
+    except SpecErrors as e:
+        for err in e.errors:
+            print(f"vdsogen: {err}", file=sys.stderr)
+        return e.exit_code
     except VdsogenError as e:
         print(f"vdsogen: {e}", file=sys.stderr)
         return e.exit_code

@@ -10,12 +10,25 @@ class VdsogenError(Exception):
 class SpecError(VdsogenError):
     """A spec or layout file is unusable: names the file and the key."""
 
-    def __init__(self, path, key, message):
+    def __init__(self, path: object, key: str | None, message: str):
         self.path = str(path)
         self.key = key
         self.message = message
         where = f"{self.path}: {key}" if key else self.path
         super().__init__(f"{where}: {message}")
+
+
+class SpecErrors(SpecError):
+    """Several problems of one load, each a SpecError: the user sees them all at once."""
+
+    def __init__(self, errors: list[SpecError]):
+        self.errors = list(errors)
+        first = self.errors[0]
+        super().__init__(first.path, first.key, first.message)
+        self.args = ("\n".join(str(e) for e in self.errors),)
+
+    def __str__(self) -> str:
+        return self.args[0]
 
 
 class ImageError(VdsogenError):

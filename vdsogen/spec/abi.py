@@ -14,10 +14,16 @@ from pathlib import Path
 
 from vdsogen.elf.reader import Unreadable
 from vdsogen.errors import SpecError
-from vdsogen.spec.toml import Table, load_toml
+from vdsogen.spec import functions
+from vdsogen.spec.toml import Table, did_you_mean, load_toml
 
 CATALOGUE = Path(__file__).resolve().parent / "abi.toml"
 CONSUMERS = ("glibc", "musl", "go", "sysv")
+# How a vDSO's result reports an error: -errno, or CR0.SO set and a positive errno (powerpc).
+CONVENTIONS = ("negative-errno", "cr0-so")
+# The syscalls a signal trampoline makes (beside those functions.toml's functions fall back to).
+TRAMPOLINE_SYSCALLS = ("sigreturn", "rt_sigreturn", "restart_syscall")
+SYSCALL_NR_MAX = 8191   # above every Linux ABI's table, MIPS's 4000/5000/6000 bases included
 # The symbol hash tables an ABI's vDSO can carry (`hash_styles`), in this
 # order: DT_HASH ("sysv") and DT_GNU_HASH ("gnu"), as ld's --hash-style names them.
 HASH_STYLES = ("sysv", "gnu")
@@ -68,6 +74,14 @@ class Export:
 
 
 @dataclass(frozen=True)
+class Syscalls:
+    """How the ABI's vDSO makes a system call."""
+    instruction: str         # as the asm writes it ("svc #0")
+    convention: str          # of CONVENTIONS
+    numbers: dict            # syscall name -> number, in the catalogue's order
+
+
+@dataclass(frozen=True)
 class Abi:
     name: str
     description: str
@@ -87,6 +101,7 @@ class Abi:
     notes: str
     exports: tuple = ()      # of Export: every entry point a Linux of the ABI exports, up to 7.2
     hash_styles: tuple = HASH_STYLES  # the symbol hash tables its vDSO carries, of HASH_STYLES
+    syscalls: Syscalls | None = None  # None: vdsogen builds no vDSO of the ABI (audit only)
 
     @property
     def hash_style(self):
@@ -117,6 +132,7 @@ class Abi:
 
 class Trampoline(NamedTuple):
     name: str
+    syscall: str             # of TRAMPOLINE_SYSCALLS
     lead: tuple              # words right before the symbol in vdsogen's images (audit ignores them)
     words: tuple             # words at the symbol
     match: int | None = None  # bytes of `words` unwinders compare (None: all of them)
@@ -174,7 +190,8 @@ def _abi(name, t):
         match = tr.int("match", None)
         if match is not None and not 0 < match <= 4 * len(words):
             tr.error("match", f"{match} is not a byte count within the {4 * len(words)} bytes of `words`")
-        tramps.append(Trampoline(tr.str("name"), _words(tr, "lead", []), words, match))
+        tramps.append(Trampoline(tr.str("name"), tr.str("syscall", choices=TRAMPOLINE_SYSCALLS),
+                                 _words(tr, "lead", []), words, match))
         tr.done()
     endians = tuple(t.list("endian", str, kindname="a string"))
     if not endians or set(endians) - {"little", "big"}:
@@ -186,9 +203,34 @@ def _abi(name, t):
               tuple(t.list("soname", str, kindname="a string")), tuple(t.list("versions", str, kindname="a string")),
               version, t.int("page_size"), tuple(t.list("core", str, kindname="a string")), tuple(flags),
               t.str("entry", None), tuple(tramps), _lookups(t.table("lookups"), version), t.int("hash_word", 4),
-              t.str("notes", ""), _exports(t, version, t.raw("versions")), _hash_styles(t))
+              t.str("notes", ""), _exports(t, version, t.raw("versions")), _hash_styles(t),
+              _syscalls(t.table("syscalls", None)))
     t.done()
     return abi
+
+
+def syscall_names() -> tuple:
+    """Every syscall a vDSO of vdsogen's can make: the fallbacks of
+    functions.toml's functions and the trampolines' syscalls."""
+    fallbacks = (f.syscall for f in functions.catalogue().values() if f.syscall)
+    return tuple(dict.fromkeys((*fallbacks, *TRAMPOLINE_SYSCALLS)))
+
+
+def _syscalls(t: Table | None) -> Syscalls | None:
+    if t is None:
+        return None
+    known = syscall_names()
+    nt = t.table("numbers")
+    numbers = {}
+    for name in nt.keys():
+        if name not in known:
+            nt.error(name, f"no function of functions.toml nor trampoline makes this syscall"
+                           f"{did_you_mean(name, known)}")
+        numbers[name] = nt.int(name, lo=0, hi=SYSCALL_NR_MAX)
+    nt.done()
+    out = Syscalls(t.str("instruction"), t.str("convention", choices=CONVENTIONS), numbers)
+    t.done()
+    return out
 
 
 def _release(t, key, text):

@@ -19,14 +19,12 @@ from vdsogen.spec import functions
 from vdsogen.spec.layout import load_layout, layout_path
 from vdsogen.spec.kconfig import load_kconfig
 from vdsogen.elf.consts import MACHINE_NAMES
-from vdsogen.spec.toml import C_IDENT, Table, load_toml
+from vdsogen.spec.toml import C_IDENT, Problems, Table, did_you_mean, load_toml
 
-CONVENTIONS = ("negative-errno", "cr0-so")
 COARSE_IN_MODE_NONE = ("page", "syscall")
 ENTRY_STYLES = ("c", "asm")
 TOOLCHAIN_KINDS = ("llvm", "gnu")
 LINKERS = ("lld", "gnu")
-SYSCALL_NR_MAX = 8191   # above every Linux ABI's table, MIPS's 4000/5000/6000 bases included
 BINDINGS = ("global", "weak")
 HARNESS_LIBCS = ("system", "freestanding")
 
@@ -280,27 +278,28 @@ class SpecTree:
         return any((r / "arch" / arch / filename).exists() for r in self.roots)
 
 
-def list_targets(specs=None):
+def list_targets(specs: str | Path | None = None) -> list[str]:
     return sorted(p.stem for p in SpecTree(specs).spec_dir.glob("*.toml"))
 
 
-def spec_path(name, specs=None):
+def spec_path(name: str, specs: str | Path | None = None) -> Path:
     return SpecTree(specs).spec_dir / f"{name}.toml"
 
 
-def load_target(name, specs=None, kconfig=None):
+def load_target(name: str, specs: str | Path | None = None, kconfig: str | Path | None = None) -> "Target":
     """Target `name` from specs/ (or from the directory `specs`).
 
     With `kconfig` (a kernel .config), the values the image depends on
     (tick, page size) come from the kernel's configuration rather than from
-    the spec, and the layout is checked against it (vdsogen/spec/kconfig.py)."""
+    the spec, and the layout is checked against it (vdsogen/spec/kconfig.py).
+    Every error of the spec is reported at once (SpecErrors when several)."""
     path = spec_path(name, specs)
     if not path.is_file():
         known = ", ".join(list_targets(specs)) or "none"
         raise SpecError(path, None, f"no spec for target {name!r} (known: {known})")
     kc = load_kconfig(kconfig) if kconfig is not None else None
     data, files = _load_spec(path)
-    target = _parse(name, path, Table(path, data), SpecTree(specs), kc)
+    target = _parse(name, path, data, SpecTree(specs), kc)
     return replace(target, spec_files=tuple(str(f) for f in files))
 
 
@@ -308,25 +307,56 @@ def _load_spec(path, _chain=()):
     """The spec at `path` with the specs it extends merged in: (table, files).
 
     A spec may start from another (`extends = "NAME"`: NAME.toml in its own
-    directory, else in vdsogen's specs/) and override keys: tables merge key
-    by key, at any depth; any other value, arrays included, replaces the
-    base's."""
+    directory, else in vdsogen's specs/; a spec that extends its own name
+    extends vdsogen's) and override keys: tables merge key by key, at any
+    depth; any other value, arrays included, replaces the base's.  `unset`
+    lists dotted keys of the base ("harness", "toolchain.program_triple")
+    to drop before the merge."""
     data = load_toml(path)
     if "extends" not in data:
+        if "unset" in data:
+            raise SpecError(path, "unset", "only a spec that extends another can unset its keys")
         return data, (path,)
     base = data.pop("extends")
+    unset = data.pop("unset", [])
     if not isinstance(base, str) or not _is_ident(base.replace("-", "_")):
         raise SpecError(path, "extends", f"expected the name of a spec, got {base!r}")
+    if not isinstance(unset, list) or not all(isinstance(k, str) for k in unset):
+        raise SpecError(path, "unset", "expected an array of dotted keys")
     chain = _chain + (path.resolve(),)
-    candidates = [path.parent / f"{base}.toml", paths.SPECS / f"{base}.toml"]
-    base_path = next((c for c in candidates if c.is_file()), None)
-    if base_path is None:
-        raise SpecError(path, "extends", f"no spec {base!r} in {path.parent} or {paths.SPECS}")
+    candidates = [c for c in (path.parent / f"{base}.toml", paths.SPECS / f"{base}.toml")
+                  if c.is_file() and c.resolve() != path.resolve()]
+    if not candidates:
+        if base == path.stem:
+            raise SpecError(path, "extends", f"no spec {base!r} in {paths.SPECS} (a spec that extends its "
+                                             "own name extends vdsogen's)")
+        raise SpecError(path, "extends", f"no spec {base!r} in {path.parent} or {paths.SPECS}"
+                                         f"{did_you_mean(base, set(_spec_names(path.parent)) - {path.stem})}")
+    base_path = candidates[0]
     if base_path.resolve() in chain:
         names = " -> ".join(p.stem for p in (*chain, base_path))
         raise SpecError(path, "extends", f"circular extends: {names}")
     base_data, files = _load_spec(base_path, chain)
+    for i, dotted in enumerate(unset):
+        _unset(base_data, dotted, path, f"unset[{i}]")
     return _merge(base_data, data), (path, *files)
+
+
+def _spec_names(directory):
+    return [p.stem for d in (directory, paths.SPECS) for p in d.glob("*.toml")]
+
+
+def _unset(data, dotted, path, key):
+    """Drop `dotted` ("a.b.c") from the merged base `data`, in place."""
+    *parents, last = dotted.split(".")
+    table = data
+    for part in parents:
+        table = table.get(part)
+        if not isinstance(table, dict):
+            raise SpecError(path, key, f"the base has no table {part!r} to unset {dotted!r} from")
+    if last not in table:
+        raise SpecError(path, key, f"the base has no key {dotted!r}{did_you_mean(last, table)}")
+    del table[last]
 
 
 def _merge(base, over):
@@ -374,214 +404,311 @@ def _from_kconfig(table, key, fixed, **bounds):
     return value
 
 
-def _parse(name, path, top, tree, kc=None):
-    abi_name = top.str("abi")
-    abi = catalogue.get(abi_name)
-    if abi is None:
-        top.error("abi", f"unknown ABI {abi_name!r} (known: {', '.join(catalogue.names())})")
-    arch = top.ident("arch")
-    if not tree.has_fragment(arch):
-        top.error("arch", f"no fragment directory arch/{arch}/")
+def _abi_fact(table, key, where):
+    """A key specs no longer hold, as it is an ABI fact: an error that says where it lives."""
+    if table.has(key):
+        table.error(key, f"an ABI fact: vdsogen/spec/abi.toml holds it ({where})")
 
-    def need_fragment(table, key, filename):
-        if not tree.has_fragment(arch, filename):
-            table.error(key, f"no fragment arch/{arch}/{filename}")
 
-    elf, soname = _identity(top, abi)
+class _Parser:
+    """One spec turned into a Target.  Each part of the spec is parsed in a
+    section of its own, so that one load reports every error it has."""
 
-    st = top.table("syscall")
-    convention = st.str("convention", choices=CONVENTIONS)
-    syscall_fragment = st.str("fragment")
-    instruction = st.str("instruction")
-    nt = st.table("numbers")
-    numbers = {}
-    for key in nt.keys():
-        if not _is_ident(key):
-            nt.error(key, f"{key!r} is not a C identifier")
-        numbers[key] = nt.int(key, lo=0, hi=SYSCALL_NR_MAX)
-    nt.done()
-    st.done()
-    syscalls = Syscalls(syscall_fragment, instruction, convention, numbers)
-    need_fragment(st, "fragment", f"syscall-{syscall_fragment}.h.j2")
+    def __init__(self, name, path, data, tree, kc):
+        self.name, self.path, self.tree, self.kc = name, path, tree, kc
+        self.problems = Problems()
+        self.top = Table(path, data, problems=self.problems)
+        self.names = set()
 
-    names = set()
+    def need_fragment(self, table, key, filename):
+        if not self.tree.has_fragment(self.arch, filename):
+            table.error(key, f"no fragment arch/{self.arch}/{filename}")
 
-    def claim(table, key, sym):
-        if sym in names:
+    def claim(self, table, key, sym):
+        if sym in self.names:
             table.error(key, f"symbol {sym!r} exported twice")
-        names.add(sym)
+        self.names.add(sym)
 
-    def version_of(table):
+    def version_of(self, table):
+        abi = self.abi
         version = table.str("version", abi.lookup_version)
         if version not in abi.versions:
             table.error("version", f"unknown version node {version!r} (the {abi.name} ABI has "
                                    f"{', '.join(abi.versions)})")
         return version
 
-    exports = []
-    for xt in top.tables("export"):
-        xname = xt.ident("name")
-        claim(xt, "name", xname)
-        impl = xt.ident("impl")
-        function = functions.get(impl)
-        if function is None:
-            xt.error("impl", f"no implementation {impl!r}: vdsogen/spec/functions.toml declares "
-                             f"{', '.join(functions.catalogue())}")
-        where = xt.str("where", function.where, choices=functions.WHERE)
-        if where == "core" and function.where == "arch":
-            xt.error("where", f"{impl} has no implementation in the core (functions.toml: where = \"arch\")")
-        if where == "arch":
-            need_fragment(xt, "where" if function.where == "core" else "impl", f"impl-{impl}.S.j2")
-        version = version_of(xt)
-        binding = xt.str("binding", "global", choices=BINDINGS)
-        aliases = []
-        for i, alias in enumerate(xt.list("aliases", str, [], "a string")):
-            if not _is_ident(alias):
-                xt.error(f"aliases[{i}]", f"{alias!r} is not a C identifier")
-            claim(xt, f"aliases[{i}]", alias)
-            aliases.append(Alias(alias, "weak"))
-        xt.done()
-        if function.syscall and function.syscall not in numbers:
-            st.error(f"numbers.{function.syscall}", f"missing: export {xname} falls back to it")
-        exports.append(Export(xname, function, version, binding, tuple(aliases), where))
-    if not exports:
-        top.error("export", "at least one export is needed")
+    def parse(self):
+        top, p = self.top, self.problems
+        with p.section():
+            abi_name = top.str("abi")
+            self.abi = catalogue.get(abi_name)
+            if self.abi is None:
+                top.error("abi", f"unknown ABI {abi_name!r} (known: {', '.join(catalogue.names())})"
+                                 f"{did_you_mean(abi_name, catalogue.names())}")
+            if self.abi.syscalls is None:
+                top.error("abi", f"vdsogen/spec/abi.toml has no [{abi_name}.syscalls]: vdsogen cannot build "
+                                 f"a vDSO of the {abi_name} ABI yet")
+        with p.section():
+            self.arch = top.ident("arch")
+            if not self.tree.has_fragment(self.arch):
+                known = [d.name for r in self.tree.roots if (r / "arch").is_dir() for d in (r / "arch").iterdir()]
+                top.error("arch", f"no fragment directory arch/{self.arch}/{did_you_mean(self.arch, known)}")
+        # Everything below depends on the ABI and the fragment directory.
+        p.check()
 
-    known = {t.name: t for t in abi.trampolines}
-    trampolines = []
-    for tt in top.tables("trampoline", []):
-        tname = tt.ident("name")
-        if tname not in known:
-            tt.error("name", f"the {abi.name} ABI has no trampoline {tname!r} "
-                             f"(known: {', '.join(known) or 'none'})")
-        claim(tt, "name", tname)
-        version = version_of(tt)
-        fragment = tt.str("fragment")
-        need_fragment(tt, "fragment", f"{fragment}.S.j2")
-        syscall = tt.ident("syscall")
-        if syscall not in numbers:
-            st.error(f"numbers.{syscall}", f"missing: trampoline {tname} makes this syscall")
-        tt.done()
-        trampolines.append(Trampoline(tname, version, fragment, syscall, known[tname].lead,
-                                      known[tname].words))
+        self.elf = self.soname = self.counter = self.datapage = None
+        self.entry_style = self.getcpu = self.toolchain = None
+        self.exports, self.trampolines = [], []
+        self.exports_failed = False
+        self.harness = Harness(False)
+        with p.section():
+            self.elf, self.soname = _identity(top, self.abi)
+        fragment = None
+        with p.section():
+            fragment = self._syscall_fragment()
+        self._exports()
+        self._trampolines()
+        with p.section():
+            self.counter = self._counter()
+        with p.section():
+            self.datapage = self._datapage()
+        with p.section():
+            self.getcpu = self._getcpu()
+        with p.section():
+            self.entry_style = self._entry()
+        with p.section():
+            self.toolchain = self._toolchain()
+        with p.section():
+            self.harness = self._harness()
+        with p.section():
+            top.done()
+        p.check()
+        self.syscalls = self._syscalls(fragment)
 
-    # The ABI's version nodes, in its order, that some symbol uses.
-    used = {e.version for e in exports} | {t.version for t in trampolines}
-    versions = tuple(v for v in abi.versions if v in used)
+        # The ABI's version nodes, in its order, that some symbol uses.
+        used = {e.version for e in self.exports} | {t.version for t in self.trampolines}
+        versions = tuple(v for v in self.abi.versions if v in used)
+        return Target(self.name, str(self.path), self.abi, self.arch, tuple(str(r) for r in self.tree.roots),
+                      self.elf, self.soname, versions, tuple(self.exports), tuple(self.trampolines),
+                      self.counter, self.syscalls, self.datapage, self.entry_style, self.getcpu,
+                      self.toolchain, self.harness)
 
-    ct = top.table("counter")
-    counter_fragment = ct.str("fragment")
-    need_fragment(ct, "fragment", f"counter-{counter_fragment}.h.j2")
-    params = ct.table("params", None)
-    param_values = {}
-    if params is not None:
-        for key in params.keys():
-            if not _is_ident(key):
-                params.error(key, f"{key!r} is not a C identifier")
-            param_values[key] = params.raw(key)
-        params.done()
-    modes = ct.list("modes", int, kindname="an integer")
-    for i, m in enumerate(modes):
-        if not 1 <= m < 0x7FFFFFFF:
-            ct.error(f"modes[{i}]", f"{m} is not a counter clock mode (NONE=0 and TIMENS are reserved)")
-    if not modes:
-        ct.error("modes", "at least one clock mode is needed")
-    words = ct.list("words", int, [], "an integer")
-    for i, w in enumerate(words):
-        if not 0 <= w <= 0xFFFFFFFF:
-            ct.error(f"words[{i}]", f"{w:#x} is not a 32-bit instruction word")
-    counter = Counter(counter_fragment, param_values, tuple(modes),
-                      ct.bool("mask"), ct.bool("clamp_backwards"), tuple(words))
-    ct.done()
+    def _syscall_fragment(self):
+        """[syscall]: the fragment that makes a syscall; the instruction, the
+        result convention and the numbers are the ABI's (abi.toml)."""
+        st = self.top.table("syscall")
+        for key in ("numbers", "instruction", "convention"):
+            _abi_fact(st, key, f"[{self.abi.name}.syscalls]")
+        fragment = st.str("fragment")
+        self.need_fragment(st, "fragment", f"syscall-{fragment}.h.j2")
+        st.done()
+        return fragment
 
-    dt = top.table("datapage")
-    layout_name = dt.str("layout")
-    if not layout_path(layout_name, tree.layout_dirs).is_file():
-        dt.error("layout", f"no layout {layout_name!r} in {', '.join(map(str, tree.layout_dirs))}")
-    layout = load_layout(layout_name, tree.layout_dirs)
-    fixed = kc.datapage() if kc is not None else {}
-    if kc is not None:
-        kc.check_layout(layout, f"{path}: datapage.layout")
-    page_size = _from_kconfig(dt, "page_size", fixed, lo=4096, hi=1 << 20)
-    if page_size & (page_size - 1):
-        dt.error("page_size", f"{page_size} is not a power of two")
-    pages = dt.int("pages", lo=1, hi=64)
-    if pages < layout.page_count:
-        dt.error("pages", f"layout {layout_name} needs {layout.page_count} pages below the text")
-    for page in layout.pages:
-        if page.struct and layout.struct(page.struct).size > page_size:
-            dt.error("page_size", f"struct {page.struct} does not fit in a {page_size}-byte page")
-    tick_nsec = _from_kconfig(dt, "tick_nsec", fixed, lo=1, hi=999_999_999)
-    # Linux serves the coarse clocks from the page whatever the clock mode,
-    # since its timekeeper keeps their bases current; a runtime whose page
-    # writer stops updating in clock mode NONE wants the syscall instead.
-    coarse = dt.str("coarse_in_mode_none", "page", choices=COARSE_IN_MODE_NONE)
-    if coarse == "syscall" and any(e.impl == "time" for e in exports) and "clock_gettime" not in numbers:
-        st.error("numbers.clock_gettime", "missing: time() asks it in clock mode NONE (coarse_in_mode_none)")
-    dt.done()
-    datapage = DataPages(layout, page_size, pages, tick_nsec, coarse)
+    def _syscalls(self, fragment):
+        """The ABI's way of making a syscall, with the numbers of those this
+        image makes: its exports' fallbacks and its trampolines' syscalls
+        (and clock_gettime, which time() asks in clock mode NONE when the
+        coarse clocks are the syscall's there)."""
+        abi = self.abi.syscalls
+        made = {e.function.syscall for e in self.exports} | {t.syscall for t in self.trampolines}
+        if self.datapage is not None and self.datapage.coarse_in_mode_none == "syscall":
+            made.add("clock_gettime")
+        numbers = {name: nr for name, nr in abi.numbers.items() if name in made}
+        return Syscalls(fragment, abi.instruction, abi.convention, numbers)
 
-    # getcpu answers in user space where an arch fragment knows how (x86:
-    # RDPID or the per-CPU segment limit), with the syscall as fallback.
-    gt = top.table("getcpu", None)
-    getcpu = None
-    if gt is not None:
+    def _unnumbered(self):
+        return f"the ABI catalogue has no number for it (vdsogen/spec/abi.toml [{self.abi.name}.syscalls.numbers])"
+
+    def _exports(self):
+        numbers = self.abi.syscalls.numbers
+        tables = []
+        errors = len(self.problems.errors)
+        with self.problems.section():
+            tables = self.top.tables("export")
+            if not tables:
+                self.top.error("export", "at least one export is needed")
+        for xt in tables:
+            with self.problems.section():
+                xname = xt.ident("name")
+                self.claim(xt, "name", xname)
+                impl = xt.ident("impl")
+                function = functions.get(impl)
+                if function is None:
+                    xt.error("impl", f"no implementation {impl!r}: vdsogen/spec/functions.toml declares "
+                                     f"{', '.join(functions.catalogue())}"
+                                     f"{did_you_mean(impl, functions.catalogue())}")
+                where = xt.str("where", function.where, choices=functions.WHERE)
+                if where == "core" and function.where == "arch":
+                    xt.error("where", f"{impl} has no implementation in the core (functions.toml: where = \"arch\")")
+                if where == "arch":
+                    self.need_fragment(xt, "where" if function.where == "core" else "impl", f"impl-{impl}.S.j2")
+                version = self.version_of(xt)
+                binding = xt.str("binding", "global", choices=BINDINGS)
+                aliases = []
+                for i, alias in enumerate(xt.list("aliases", str, [], "a string")):
+                    if not _is_ident(alias):
+                        xt.error(f"aliases[{i}]", f"{alias!r} is not a C identifier")
+                    self.claim(xt, f"aliases[{i}]", alias)
+                    aliases.append(Alias(alias, "weak"))
+                xt.done()
+                if function.syscall and function.syscall not in numbers:
+                    xt.error("impl", f"{impl} falls back to syscall {function.syscall}, and "
+                                     f"{self._unnumbered()}")
+                self.exports.append(Export(xname, function, version, binding, tuple(aliases), where))
+        # What depends on the set of exports is not judged on part of it.
+        self.exports_failed = len(self.problems.errors) > errors
+
+    def _trampolines(self):
+        known = {t.name: t for t in self.abi.trampolines}
+        tables = []
+        with self.problems.section():
+            tables = self.top.tables("trampoline", [])
+        for tt in tables:
+            with self.problems.section():
+                tname = tt.ident("name")
+                if tname not in known:
+                    tt.error("name", f"the {self.abi.name} ABI has no trampoline {tname!r} "
+                                     f"(known: {', '.join(known) or 'none'}){did_you_mean(tname, known)}")
+                self.claim(tt, "name", tname)
+                version = self.version_of(tt)
+                fragment = tt.str("fragment")
+                self.need_fragment(tt, "fragment", f"{fragment}.S.j2")
+                _abi_fact(tt, "syscall", f"[{self.abi.name}] trampolines")
+                tt.done()
+                t = known[tname]
+                if t.syscall not in self.abi.syscalls.numbers:
+                    tt.error("name", f"{tname} makes syscall {t.syscall}, and {self._unnumbered()}")
+                self.trampolines.append(Trampoline(tname, version, fragment, t.syscall, t.lead, t.words))
+
+    def _counter(self):
+        ct = self.top.table("counter")
+        counter_fragment = ct.str("fragment")
+        self.need_fragment(ct, "fragment", f"counter-{counter_fragment}.h.j2")
+        params = ct.table("params", None)
+        param_values = {}
+        if params is not None:
+            for key in params.keys():
+                if not _is_ident(key):
+                    params.error(key, f"{key!r} is not a C identifier")
+                param_values[key] = params.raw(key)
+            params.done()
+        modes = ct.list("modes", int, kindname="an integer")
+        for i, m in enumerate(modes):
+            if not 1 <= m < 0x7FFFFFFF:
+                ct.error(f"modes[{i}]", f"{m} is not a counter clock mode (NONE=0 and TIMENS are reserved)")
+        if not modes:
+            ct.error("modes", "at least one clock mode is needed")
+        words = ct.list("words", int, [], "an integer")
+        for i, w in enumerate(words):
+            if not 0 <= w <= 0xFFFFFFFF:
+                ct.error(f"words[{i}]", f"{w:#x} is not a 32-bit instruction word")
+        counter = Counter(counter_fragment, param_values, tuple(modes),
+                          ct.bool("mask"), ct.bool("clamp_backwards"), tuple(words))
+        ct.done()
+        return counter
+
+    def _datapage(self):
+        dt, tree, kc = self.top.table("datapage"), self.tree, self.kc
+        layout_name = dt.str("layout")
+        if not layout_path(layout_name, tree.layout_dirs).is_file():
+            known = [p.stem for d in tree.layout_dirs for p in d.glob("*.toml")]
+            dt.error("layout", f"no layout {layout_name!r} in {', '.join(map(str, tree.layout_dirs))}"
+                               f"{did_you_mean(layout_name, known)}")
+        layout = load_layout(layout_name, tree.layout_dirs)
+        fixed = kc.datapage() if kc is not None else {}
+        if kc is not None:
+            kc.check_layout(layout, f"{self.path}: datapage.layout")
+        page_size = _from_kconfig(dt, "page_size", fixed, lo=4096, hi=1 << 20)
+        if page_size & (page_size - 1):
+            dt.error("page_size", f"{page_size} is not a power of two")
+        pages = dt.int("pages", lo=1, hi=64)
+        if pages < layout.page_count:
+            dt.error("pages", f"layout {layout_name} needs {layout.page_count} pages below the text")
+        for page in layout.pages:
+            if page.struct and layout.struct(page.struct).size > page_size:
+                dt.error("page_size", f"struct {page.struct} does not fit in a {page_size}-byte page")
+        tick_nsec = _from_kconfig(dt, "tick_nsec", fixed, lo=1, hi=999_999_999)
+        # Linux serves the coarse clocks from the page whatever the clock mode,
+        # since its timekeeper keeps their bases current; a runtime whose page
+        # writer stops updating in clock mode NONE wants the syscall instead.
+        coarse = dt.str("coarse_in_mode_none", "page", choices=COARSE_IN_MODE_NONE)
+        if (coarse == "syscall" and any(e.impl == "time" for e in self.exports)
+                and "clock_gettime" not in self.abi.syscalls.numbers):
+            dt.error("coarse_in_mode_none", f"time() asks clock_gettime in clock mode NONE, and "
+                                            f"{self._unnumbered()}")
+        dt.done()
+        return DataPages(layout, page_size, pages, tick_nsec, coarse)
+
+    def _getcpu(self):
+        # getcpu answers in user space where an arch fragment knows how (x86:
+        # RDPID or the per-CPU segment limit), with the syscall as fallback.
+        gt = self.top.table("getcpu", None)
+        if gt is None:
+            return None
         getcpu = gt.str("fragment")
-        need_fragment(gt, "fragment", f"getcpu-{getcpu}.h.j2")
-        if not any(e.impl == "getcpu" and not e.arch_impl for e in exports):
+        self.need_fragment(gt, "fragment", f"getcpu-{getcpu}.h.j2")
+        if not self.exports_failed and not any(e.impl == "getcpu" and not e.arch_impl for e in self.exports):
             gt.error("fragment", "no export implements getcpu in the core (an arch entry has its own)")
         gt.done()
+        return getcpu
 
-    entry = top.table("entry")
-    entry_style = entry.str("style", choices=ENTRY_STYLES)
-    if entry_style == "asm":
-        need_fragment(entry, "style", "entry.S.j2")
-    entry.done()
+    def _entry(self):
+        entry = self.top.table("entry")
+        entry_style = entry.str("style", choices=ENTRY_STYLES)
+        if entry_style == "asm":
+            self.need_fragment(entry, "style", "entry.S.j2")
+        entry.done()
+        return entry_style
 
-    tc = top.table("toolchain")
-    toolchain = Toolchain(
-        tc.str("clang_target"), tc.str("gnu_triple", None), tc.str("qemu", None),
-        tuple(tc.list("cflags", str, [], "a string")),
-        tuple(tc.list("gnu_cflags", str, [], "a string")),
-        tuple(tc.list("ldflags", str, [], "a string")),
-        tuple(tc.list("harness_cflags", str, [], "a string")),
-        tc.str("object_format", None), tc.str("link_clang_target", None),
-        tuple(tc.list("link_gnu_flags", str, [], "a string")),
-        tc.str("default", "llvm", choices=TOOLCHAIN_KINDS), tc.str("clang_linker", "lld", choices=LINKERS),
-        tc.str("program_triple", None))
-    tc.done()
-    if toolchain.gnu_triple is None and "gnu" in (toolchain.default, toolchain.clang_linker):
-        tc.error("gnu_triple", "missing: the GNU toolchain is chosen (default or clang_linker)")
+    def _toolchain(self):
+        tc = self.top.table("toolchain")
+        toolchain = Toolchain(
+            tc.str("clang_target"), tc.str("gnu_triple", None), tc.str("qemu", None),
+            tuple(tc.list("cflags", str, [], "a string")),
+            tuple(tc.list("gnu_cflags", str, [], "a string")),
+            tuple(tc.list("ldflags", str, [], "a string")),
+            tuple(tc.list("harness_cflags", str, [], "a string")),
+            tc.str("object_format", None), tc.str("link_clang_target", None),
+            tuple(tc.list("link_gnu_flags", str, [], "a string")),
+            tc.str("default", "llvm", choices=TOOLCHAIN_KINDS), tc.str("clang_linker", "lld", choices=LINKERS),
+            tc.str("program_triple", None))
+        tc.done()
+        if toolchain.gnu_triple is None and "gnu" in (toolchain.default, toolchain.clang_linker):
+            tc.error("gnu_triple", "missing: the GNU toolchain is chosen (default or clang_linker)")
+        self.tc = tc
+        return toolchain
 
-    ht = top.table("harness", None)
-    harness = Harness(False)
-    if ht is not None:
-        checks = tuple(ht.list("checks", str, [], "a string"))
-        for i, check in enumerate(checks):
-            if not _is_ident(check):
-                ht.error(f"checks[{i}]", f"{check!r} is not a C identifier")
-            if check in {e.impl for e in exports} or checks.index(check) != i:
-                ht.error(f"checks[{i}]", f"{check!r} is checked already")
-            need_fragment(ht, f"checks[{i}]", f"harness-check-{check}.c.j2")
-        harness = Harness(ht.bool("trap_syscalls", False), ht.str("libc", "system", choices=HARNESS_LIBCS),
-                          ht.bool("injected_counter", False), ht.str("clang_target", None), checks)
-        if harness.clang_target and harness.libc != "freestanding":
-            ht.error("clang_target", "only a freestanding harness (libc = \"freestanding\") is built "
-                                     "by clang")
-        if harness.trap_syscalls:
-            need_fragment(ht, "trap_syscalls", "harness-trap.h.j2")
-        if harness.injected_counter and not counter.words:
-            ct.error("words", "missing: with [harness] injected_counter, `check` verifies the real counter read "
-                              "by its instruction words")
-        ht.done()
-    if harness.libc == "system" and toolchain.gnu_triple is None:
-        tc.error("gnu_triple", "missing: the harness is built by <gnu_triple>-gcc against its libc "
-                               "(else [harness] libc = \"freestanding\")")
-    top.done()
+    def _harness(self):
+        ht = self.top.table("harness", None)
+        harness = Harness(False)
+        if ht is not None:
+            checks = tuple(ht.list("checks", str, [], "a string"))
+            for i, check in enumerate(checks):
+                if not _is_ident(check):
+                    ht.error(f"checks[{i}]", f"{check!r} is not a C identifier")
+                if check in {e.impl for e in self.exports} or checks.index(check) != i:
+                    ht.error(f"checks[{i}]", f"{check!r} is checked already")
+                self.need_fragment(ht, f"checks[{i}]", f"harness-check-{check}.c.j2")
+            harness = Harness(ht.bool("trap_syscalls", False), ht.str("libc", "system", choices=HARNESS_LIBCS),
+                              ht.bool("injected_counter", False), ht.str("clang_target", None), checks)
+            if harness.clang_target and harness.libc != "freestanding":
+                ht.error("clang_target", "only a freestanding harness (libc = \"freestanding\") is built "
+                                         "by clang")
+            if harness.trap_syscalls:
+                self.need_fragment(ht, "trap_syscalls", "harness-trap.h.j2")
+            if harness.injected_counter and self.counter is not None and not self.counter.words:
+                self.top.table("counter").error(
+                    "words", "missing: with [harness] injected_counter, `check` verifies the real counter read "
+                             "by its instruction words")
+            ht.done()
+        if harness.libc == "system" and self.toolchain is not None and self.toolchain.gnu_triple is None:
+            self.tc.error("gnu_triple", "missing: the harness is built by <gnu_triple>-gcc against its libc "
+                                        "(else [harness] libc = \"freestanding\")")
+        return harness
 
-    return Target(name, str(path), abi, arch, tuple(str(r) for r in tree.roots), elf, soname, versions,
-                  tuple(exports), tuple(trampolines), counter, syscalls, datapage,
-                  entry_style, getcpu, toolchain, harness)
+
+def _parse(name, path, data, tree, kc=None):
+    return _Parser(name, path, data, tree, kc).parse()
 
 
 def _is_ident(s):

@@ -2,19 +2,28 @@
 
 Every accessor names the file and the dotted key in its error, and `done()`
 rejects keys nobody asked for, so a typo in a spec is an error rather than a
-silently ignored setting.
+silently ignored setting; where a known key or value is close, the error
+says "did you mean".  A `Problems` collector lets one load report every
+error of a file instead of stopping at the first.
 """
 
+from __future__ import annotations
+
+import difflib
 import re
 import tomllib
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
-from vdsogen.errors import SpecError
+from vdsogen.errors import SpecError, SpecErrors
 
 C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_MISSING = object()
+_MISSING: Any = object()
 
 
-def load_toml(path):
+def load_toml(path: str | Path) -> dict:
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)
@@ -24,32 +33,69 @@ def load_toml(path):
         raise SpecError(path, None, f"invalid TOML: {e}") from None
 
 
-def _typename(value):
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """" (did you mean 'x'?)" when `known` holds a name close to `word`, else ""."""
+    close = difflib.get_close_matches(word, sorted(set(known)), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _typename(value: object) -> str:
     return {bool: "boolean", int: "integer", str: "string", float: "float",
             list: "array", dict: "table"}.get(type(value), type(value).__name__)
+
+
+class Problems:
+    """The errors of one load.  `section()` runs a part of the parse and
+    keeps its error instead of stopping; `check()` raises them all."""
+
+    def __init__(self) -> None:
+        self.errors: list[SpecError] = []
+
+    def add(self, error: SpecError) -> None:
+        if isinstance(error, SpecErrors):
+            self.errors.extend(error.errors)
+        elif str(error) not in {str(e) for e in self.errors}:
+            self.errors.append(error)
+
+    @contextmanager
+    def section(self) -> Iterator[None]:
+        try:
+            yield
+        except SpecError as e:
+            self.add(e)
+
+    def check(self) -> None:
+        if len(self.errors) == 1:
+            raise self.errors[0]
+        if self.errors:
+            raise SpecErrors(self.errors)
 
 
 class Table:
     """One TOML table with the file and key path it came from."""
 
-    def __init__(self, path, data, key=""):
+    def __init__(self, path: str | Path, data: dict, key: str = "", problems: Problems | None = None):
         self.path = path
         self.key = key
         self._data = data
-        self._used = set()
+        self._used: set[str] = set()
+        self._asked: set[str] = set()
+        # where done() reports every unknown key (else it raises the first)
+        self.problems = problems
 
-    def error(self, key, message):
+    def error(self, key: str | None, message: str):
         raise SpecError(self.path, self._join(key), message)
 
-    def _join(self, key):
+    def _join(self, key: str | None) -> str | None:
         if key is None:
             return self.key or None
         return f"{self.key}.{key}" if self.key else key
 
-    def has(self, key):
+    def has(self, key: str) -> bool:
         return key in self._data
 
     def _get(self, key, default, kinds, kindname):
+        self._asked.add(key)
         if key not in self._data:
             if default is _MISSING:
                 self.error(key, "missing required key")
@@ -61,19 +107,20 @@ class Table:
             self.error(key, f"expected {kindname}, got {_typename(value)}")
         return value
 
-    def str(self, key, default=_MISSING, choices=None):
+    def str(self, key: str, default: Any = _MISSING, choices: Iterable[str] | None = None) -> Any:
         value = self._get(key, default, (str,), "a string")
         if choices is not None and value not in choices and value is not default:
-            self.error(key, f"{value!r} is not one of {', '.join(sorted(choices))}")
+            self.error(key, f"{value!r} is not one of {', '.join(sorted(choices))}"
+                            f"{did_you_mean(value, choices)}")
         return value
 
-    def ident(self, key, default=_MISSING):
+    def ident(self, key: str, default: Any = _MISSING) -> Any:
         value = self.str(key, default)
         if value is not default and not C_IDENT.match(value):
             self.error(key, f"{value!r} is not a C identifier")
         return value
 
-    def int(self, key, default=_MISSING, lo=None, hi=None):
+    def int(self, key: str, default: Any = _MISSING, lo: int | None = None, hi: int | None = None) -> Any:
         value = self._get(key, default, (int,), "an integer")
         if value is default:
             return value
@@ -81,10 +128,10 @@ class Table:
             self.error(key, f"{value} is out of range [{lo}, {hi}]")
         return value
 
-    def bool(self, key, default=_MISSING):
+    def bool(self, key: str, default: Any = _MISSING) -> Any:
         return self._get(key, default, (bool,), "a boolean")
 
-    def list(self, key, kind, default=_MISSING, kindname=None):
+    def list(self, key: str, kind: type, default: Any = _MISSING, kindname: str | None = None) -> Any:
         value = self._get(key, default, (list,), "an array")
         if value is default:
             return value
@@ -93,13 +140,13 @@ class Table:
                 self.error(f"{key}[{i}]", f"expected {kindname or kind.__name__}, got {_typename(item)}")
         return list(value)
 
-    def table(self, key, default=_MISSING):
+    def table(self, key: str, default: Any = _MISSING) -> Any:
         value = self._get(key, default, (dict,), "a table")
         if value is default:
             return value
-        return Table(self.path, value, self._join(key))
+        return Table(self.path, value, self._join(key) or "", self.problems)
 
-    def tables(self, key, default=_MISSING):
+    def tables(self, key: str, default: Any = _MISSING) -> Any:
         value = self._get(key, default, (list,), "an array of tables")
         if value is default:
             return value
@@ -107,11 +154,12 @@ class Table:
         for i, item in enumerate(value):
             if not isinstance(item, dict):
                 self.error(f"{key}[{i}]", f"expected a table, got {_typename(item)}")
-            out.append(Table(self.path, item, f"{self._join(key)}[{i}]"))
+            out.append(Table(self.path, item, f"{self._join(key)}[{i}]", self.problems))
         return out
 
-    def raw(self, key, default=_MISSING):
+    def raw(self, key: str, default: Any = _MISSING) -> Any:
         """A value of any type, for parameter tables handed to templates."""
+        self._asked.add(key)
         if key not in self._data:
             if default is _MISSING:
                 self.error(key, "missing required key")
@@ -119,10 +167,21 @@ class Table:
         self._used.add(key)
         return self._data[key]
 
-    def keys(self):
+    def keys(self) -> list[str]:
         return list(self._data)
 
-    def done(self):
-        unknown = [k for k in self._data if k not in self._used]
-        if unknown:
-            self.error(unknown[0], "unknown key")
+    def done(self) -> None:
+        """Every key nobody asked for is an error ("did you mean" a key
+        that was asked for); with a Problems collector all are reported."""
+        errors = []
+        for k in self._data:
+            if k not in self._used:
+                errors.append(SpecError(self.path, self._join(k),
+                                        f"unknown key{did_you_mean(k, self._asked)}"))
+        if not errors:
+            return
+        if self.problems is None:
+            raise errors[0]
+        for e in errors[1:]:
+            self.problems.add(e)
+        raise errors[0]
