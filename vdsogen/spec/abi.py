@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import NamedTuple
 from pathlib import Path
 
-from vdsogen.elf.reader import Unreadable
+from vdsogen.elf.reader import ElfImage, Unreadable
 from vdsogen.errors import SpecError
 from vdsogen.spec import functions
 from vdsogen.spec.toml import Table, did_you_mean, load_toml
@@ -43,7 +43,7 @@ class FlagRule:
     detect: bool = False     # also selects the ABI
     warn: bool = False       # a mismatch is a warning (H007), not an error (H006)
 
-    def ok(self, flags):
+    def ok(self, flags: int) -> bool:
         return flags & self.mask in self.values
 
 
@@ -66,7 +66,7 @@ class Export:
     until: tuple | None      # the first Linux without it again, or None
     note: str                # when a kernel has it (a config option, a clocksource)
 
-    def alive(self, era):
+    def alive(self, era: tuple | None) -> bool:
         """Exported by a kernel of this era (None: any era, today's)."""
         if era is None:
             return self.until is None
@@ -104,14 +104,14 @@ class Abi:
     syscalls: Syscalls | None = None  # None: vdsogen builds no vDSO of the ABI (audit only)
 
     @property
-    def hash_style(self):
+    def hash_style(self) -> str:
         """The linker's --hash-style for this ABI: "both", "sysv" or "gnu"."""
         return "both" if len(self.hash_styles) == 2 else self.hash_styles[0]
 
-    def export(self, name):
+    def export(self, name: str) -> "Export | None":
         return next((e for e in self.exports if e.name == name), None)
 
-    def core_for(self, era):
+    def core_for(self, era: tuple | None) -> tuple:
         """The core entry points a kernel of this era exports (all of them
         when the era is unknown or the catalogue does not date one)."""
         out = []
@@ -121,7 +121,7 @@ class Abi:
                 out.append(name)
         return tuple(out)
 
-    def versions_for(self, era):
+    def versions_for(self, era: tuple | None) -> tuple:
         """The version nodes a kernel of this era defines: those that hold one
         of its exports (every node when the era is unknown)."""
         if era is None or not self.exports:
@@ -261,7 +261,7 @@ def _exports(t, version, versions):
 
 
 @lru_cache(maxsize=None)
-def catalogue():
+def catalogue() -> dict[str, Abi]:
     """name -> Abi, in the catalogue's order."""
     top = Table(CATALOGUE, load_toml(CATALOGUE))
     out = {name: _abi(name, top.table(name)) for name in top.keys()}
@@ -269,11 +269,11 @@ def catalogue():
     return out
 
 
-def names():
+def names() -> list[str]:
     return list(catalogue())
 
 
-def get(name):
+def get(name: str) -> Abi | None:
     return catalogue().get(name)
 
 
@@ -307,7 +307,7 @@ def _soname(img):
         return None
 
 
-def detect(img):
+def detect(img: "ElfImage") -> "Detection":
     """The catalogue ABI an image is for, from its ELF identity."""
     fits = [a for a in catalogue().values()
             if a.elf_class == img.elf_class and a.machine == img.e_machine and img.endian in a.endians
@@ -329,7 +329,7 @@ def detect(img):
     return Detection(fits[0], "detected", tuple(a.name for a in fits[1:]))
 
 
-def chosen(img, name=None):
+def chosen(img: "ElfImage", name: str | None = None) -> Detection:
     """Detection for `--arch=name`, or detect()."""
     if name is None:
         return detect(img)

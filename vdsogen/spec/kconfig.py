@@ -12,6 +12,9 @@ record, and one with CONFIG_TIME_NS maps time-namespace pages.
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
+
+from vdsogen.spec.layout import Layout
 
 from vdsogen.errors import SpecError
 
@@ -31,10 +34,10 @@ class Kconfig:
     path: str
     values: dict       # CONFIG_NAME -> the text after '=' ("n" for '# ... is not set')
 
-    def enabled(self, name):
+    def enabled(self, name: str) -> bool:
         return self.values.get(name) == "y"
 
-    def int(self, name, lo, hi):
+    def int(self, name: str, lo: int, hi: int) -> "int | None":
         """CONFIG_NAME as an integer, None when the file does not set it."""
         text = self.values.get(name)
         if text is None:
@@ -47,7 +50,7 @@ class Kconfig:
             raise SpecError(self.path, name, f"{value} is out of range [{lo}, {hi}]")
         return value
 
-    def datapage(self):
+    def datapage(self) -> dict:
         """The [datapage] values this configuration fixes: {key: (value, why)}."""
         out = {}
         hz = self.int("CONFIG_HZ", 1, 100_000)
@@ -66,7 +69,7 @@ class Kconfig:
                 out["page_size"] = (chosen[0][0], f"{chosen[0][1]}=y")
         return out
 
-    def check_layout(self, layout, where):
+    def check_layout(self, layout: "Layout", where: str) -> None:
         """The layout must have what this kernel writes into the data pages.
 
         `where` names the spec key that chose the layout, for the message."""
@@ -83,7 +86,7 @@ class Kconfig:
                             f"y, but layout {layout.name} ({where}) has no time-namespace page")
 
 
-def load_kconfig(path):
+def load_kconfig(path: "str | Path") -> "Kconfig":
     """Parse a .config: CONFIG_NAME=value lines and '# CONFIG_NAME is not set'."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:

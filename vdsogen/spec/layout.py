@@ -6,7 +6,9 @@ core reaches the data it needs.  Offsets are computed here with C's natural
 alignment; the generated header re-checks each one with _Static_assert.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from vdsogen import paths
 from vdsogen.spec.toml import C_IDENT, Table, load_toml
@@ -38,7 +40,7 @@ class Field:
     ctype: str         # C spelling of the element type
 
     @property
-    def is_array(self):
+    def is_array(self) -> bool:
         return self.count > 0
 
 
@@ -51,7 +53,7 @@ class Struct:
     min_align: int     # the layout's own alignment demand (cache line, say)
     comment: str
 
-    def field(self, name):
+    def field(self, name: str) -> "Field | None":
         for f in self.fields:
             if f.name == name:
                 return f
@@ -78,37 +80,38 @@ class Layout:
     clocks_member: str       # member of time_struct holding [hres/coarse, raw]
     access: dict             # datum -> C member path from time_struct
 
-    def struct(self, name):
+    def struct(self, name: str) -> "Struct":
         for s in self.structs:
             if s.name == name:
                 return s
         raise KeyError(name)
 
-    def page(self, role):
+    def page(self, role: str) -> "Page | None":
         for p in self.pages:
             if p.role == role:
                 return p
         return None
 
     @property
-    def page_count(self):
+    def page_count(self) -> int:
         return len(self.pages)
 
     @property
-    def has_max_cycles(self):
+    def has_max_cycles(self) -> bool:
         return self.struct(self.clock_struct).field("max_cycles") is not None
 
     @property
-    def has_timens(self):
+    def has_timens(self) -> bool:
         return self.page("timens") is not None
 
-    def field_offset(self, struct_name, path):
+    def field_offset(self, struct_name: str, path: str) -> int:
         """Byte offset of a dotted member path such as 'clock_data[1].basetime[4].sec'."""
         offset = 0
         struct = self.struct(struct_name)
         for part in path.split("."):
             name, _, index = part.partition("[")
             f = struct.field(name)
+            assert f is not None, f"{struct_name}: no member {path}"
             offset += f.offset
             if index:
                 offset += int(index.rstrip("]")) * (f.size // f.count)
@@ -118,16 +121,16 @@ class Layout:
         return offset
 
 
-def layout_path(name, search=None):
+def layout_path(name: str, search: "Sequence[str | Path] | None" = None) -> Path:
     """The first NAME.toml in the search directories (default: vdsogen's own layouts)."""
-    search = search or (paths.LAYOUTS,)
-    for d in search:
+    dirs = [Path(d) for d in search or (paths.LAYOUTS,)]
+    for d in dirs:
         if (d / f"{name}.toml").is_file():
             return d / f"{name}.toml"
-    return search[-1] / f"{name}.toml"
+    return dirs[-1] / f"{name}.toml"
 
 
-def load_layout(name, search=None, _chain=()):
+def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain: tuple = ()) -> "Layout":
     """Layout NAME from the search directories; `extends` looks in the same ones."""
     search = tuple(search or (paths.LAYOUTS,))
     path = layout_path(name, search)
@@ -173,7 +176,7 @@ def load_layout(name, search=None, _chain=()):
         if sname not in order:
             order.append(sname)
 
-    structs = {}
+    structs: dict = {}
 
     def build(sname):
         sname, fields, align_min, comment, t, _inherited = raw_structs[sname]
@@ -202,7 +205,7 @@ def load_layout(name, search=None, _chain=()):
         structs[sname] = build(sname)
 
     if top.has("page") or base is None:
-        pages = []
+        page_list: list = []
         for i, pt in enumerate(top.tables("page")):
             role = pt.str("role", choices=PAGE_ROLES)
             struct = pt.str("struct", None)
@@ -210,10 +213,10 @@ def load_layout(name, search=None, _chain=()):
                 pt.error("struct", f"unknown struct {struct!r}")
             symbol = pt.ident("symbol", None)
             pt.done()
-            if role != "reserved" and any(p.role == role for p in pages):
+            if role != "reserved" and any(p.role == role for p in page_list):
                 pt.error("role", f"role {role!r} given to two pages")
-            pages.append(Page(i, role, struct, symbol))
-        pages = tuple(pages)
+            page_list.append(Page(i, role, struct, symbol))
+        pages = tuple(page_list)
     else:
         pages = base.pages
 

@@ -44,7 +44,7 @@ class ElfIdentity:
     rewrite_flags: bool = False
 
     @property
-    def linux_version_code(self):
+    def linux_version_code(self) -> int:
         major, minor, sub = self.linux_version
         return (major << 16) | (minor << 8) | min(sub, 255)
 
@@ -68,11 +68,11 @@ class Export:
     where: str
 
     @property
-    def impl(self):
+    def impl(self) -> str:
         return self.function.name
 
     @property
-    def arch_impl(self):
+    def arch_impl(self) -> bool:
         """Implemented by arch/<arch>/impl-<impl>.S.j2, not by the core."""
         return self.where == "arch"
 
@@ -146,7 +146,7 @@ class Toolchain:
     program_triple: str | None = None
 
     @property
-    def program_cc(self):
+    def program_cc(self) -> str | None:
         """The GNU compiler of the ABI's programs, or None (no GNU toolchain)."""
         triple = self.program_triple or self.gnu_triple
         return f"{triple}-gcc" if triple else None
@@ -192,52 +192,52 @@ class Target:
     test_counter: bool = False  # a test build: the counter read is injected (test_build())
 
     @property
-    def description(self):
+    def description(self) -> str:
         return self.abi.description
 
-    def test_build(self):
+    def test_build(self) -> "Target":
         """The test build of this target: the same image but for its counter
         read, which loads a 64-bit value the harness controls from a page
         below the data pages; the image carries a note that marks it."""
         return replace(self, test_counter=True)
 
-    def fragment(self, name):
+    def fragment(self, name: str) -> str:
         """Template name of an arch fragment, for the Jinja2 loader."""
         return f"arch/{self.arch}/{name}"
 
     @property
-    def core_exports(self):
+    def core_exports(self) -> tuple:
         return tuple(e for e in self.exports if not e.arch_impl)
 
     @property
-    def arch_exports(self):
+    def arch_exports(self) -> tuple:
         return tuple(e for e in self.exports if e.arch_impl)
 
     @property
-    def functions(self):
+    def functions(self) -> tuple:
         """The functions the exports implement, once each, in export order."""
         return _functions_of(self.exports)
 
     @property
-    def core_functions(self):
+    def core_functions(self) -> tuple:
         """The functions the generic C core implements for this target."""
         return _functions_of(self.core_exports)
 
     @property
-    def arch_functions(self):
+    def arch_functions(self) -> tuple:
         """The functions arch fragments implement (impl-NAME.S.j2) for this target."""
         return _functions_of(self.arch_exports)
 
-    def implemented_by(self, name):
+    def implemented_by(self, name: str) -> str | None:
         """Where function `name` is implemented for this target: "core", "arch", or None (no export)."""
         return next((e.where for e in self.exports if e.impl == name), None)
 
     @property
-    def getcpu_in_user_space(self):
+    def getcpu_in_user_space(self) -> bool:
         """getcpu answers without the syscall: a C hook or an arch entry."""
         return bool(self.getcpu) or self.implemented_by("getcpu") == "arch"
 
-    def symbols(self):
+    def symbols(self) -> list[tuple[str, str, str]]:
         """Every exported (name, version, binding): entries, aliases, trampolines."""
         out = []
         for e in self.exports:
@@ -246,10 +246,10 @@ class Target:
         out.extend((t.name, t.version, "global") for t in self.trampolines)
         return out
 
-    def exports_by_version(self):
+    def exports_by_version(self) -> dict[str, list[str]]:
         return {v: [n for n, ver, _ in self.symbols() if ver == v] for v in self.versions}
 
-    def syscall(self, name):
+    def syscall(self, name: str) -> int:
         return self.syscalls.numbers[name]
 
 
@@ -260,21 +260,21 @@ class SpecTree:
     then vdsogen's own.  Each fragment is taken from the first directory
     that has it, so DIR/arch/ARCH/ need only hold what differs."""
 
-    def __init__(self, extra=None):
+    def __init__(self, extra: str | Path | None = None):
         self.extra = Path(extra).resolve() if extra else None
         if self.extra and not self.extra.is_dir():
             raise SpecError(extra, None, "--specs: not a directory")
         self.roots = tuple(r for r in (self.extra, paths.ROOT) if r is not None)
 
     @property
-    def spec_dir(self):
+    def spec_dir(self) -> Path:
         return self.extra or paths.SPECS
 
     @property
-    def layout_dirs(self):
+    def layout_dirs(self) -> tuple:
         return tuple(d for d in ((self.extra / "layouts") if self.extra else None, paths.LAYOUTS) if d)
 
-    def has_fragment(self, arch, filename=""):
+    def has_fragment(self, arch: str, filename: str = "") -> bool:
         return any((r / "arch" / arch / filename).exists() for r in self.roots)
 
 
@@ -414,6 +414,10 @@ class _Parser:
     """One spec turned into a Target.  Each part of the spec is parsed in a
     section of its own, so that one load reports every error it has."""
 
+    abi: catalogue.Abi
+    abi_syscalls: catalogue.Syscalls
+    arch: str
+
     def __init__(self, name, path, data, tree, kc):
         self.name, self.path, self.tree, self.kc = name, path, tree, kc
         self.problems = Problems()
@@ -441,13 +445,14 @@ class _Parser:
         top, p = self.top, self.problems
         with p.section():
             abi_name = top.str("abi")
-            self.abi = catalogue.get(abi_name)
-            if self.abi is None:
+            abi = catalogue.get(abi_name)
+            if abi is None:
                 top.error("abi", f"unknown ABI {abi_name!r} (known: {', '.join(catalogue.names())})"
                                  f"{did_you_mean(abi_name, catalogue.names())}")
-            if self.abi.syscalls is None:
+            if abi.syscalls is None:
                 top.error("abi", f"vdsogen/spec/abi.toml has no [{abi_name}.syscalls]: vdsogen cannot build "
                                  f"a vDSO of the {abi_name} ABI yet")
+            self.abi, self.abi_syscalls = abi, abi.syscalls
         with p.section():
             self.arch = top.ident("arch")
             if not self.tree.has_fragment(self.arch):
@@ -458,7 +463,8 @@ class _Parser:
 
         self.elf = self.soname = self.counter = self.datapage = None
         self.entry_style = self.getcpu = self.toolchain = None
-        self.exports, self.trampolines = [], []
+        self.exports: list[Export] = []
+        self.trampolines: list[Trampoline] = []
         self.exports_failed = False
         self.harness = Harness(False)
         with p.section():
@@ -509,7 +515,7 @@ class _Parser:
         image makes: its exports' fallbacks and its trampolines' syscalls
         (and clock_gettime, which time() asks in clock mode NONE when the
         coarse clocks are the syscall's there)."""
-        abi = self.abi.syscalls
+        abi = self.abi_syscalls
         made = {e.function.syscall for e in self.exports} | {t.syscall for t in self.trampolines}
         if self.datapage is not None and self.datapage.coarse_in_mode_none == "syscall":
             made.add("clock_gettime")
@@ -520,7 +526,7 @@ class _Parser:
         return f"the ABI catalogue has no number for it (vdsogen/spec/abi.toml [{self.abi.name}.syscalls.numbers])"
 
     def _exports(self):
-        numbers = self.abi.syscalls.numbers
+        numbers = self.abi_syscalls.numbers
         tables = []
         errors = len(self.problems.errors)
         with self.problems.section():
@@ -576,7 +582,7 @@ class _Parser:
                 _abi_fact(tt, "syscall", f"[{self.abi.name}] trampolines")
                 tt.done()
                 t = known[tname]
-                if t.syscall not in self.abi.syscalls.numbers:
+                if t.syscall not in self.abi_syscalls.numbers:
                     tt.error("name", f"{tname} makes syscall {t.syscall}, and {self._unnumbered()}")
                 self.trampolines.append(Trampoline(tname, version, fragment, t.syscall, t.lead, t.words))
 
@@ -633,7 +639,7 @@ class _Parser:
         # writer stops updating in clock mode NONE wants the syscall instead.
         coarse = dt.str("coarse_in_mode_none", "page", choices=COARSE_IN_MODE_NONE)
         if (coarse == "syscall" and any(e.impl == "time" for e in self.exports)
-                and "clock_gettime" not in self.abi.syscalls.numbers):
+                and "clock_gettime" not in self.abi_syscalls.numbers):
             dt.error("coarse_in_mode_none", f"time() asks clock_gettime in clock mode NONE, and "
                                             f"{self._unnumbered()}")
         dt.done()

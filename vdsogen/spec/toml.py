@@ -9,13 +9,14 @@ error of a file instead of stopping at the first.
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import re
 import tomllib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from vdsogen.errors import SpecError, SpecErrors
 
@@ -74,7 +75,8 @@ class Problems:
 class Table:
     """One TOML table with the file and key path it came from."""
 
-    def __init__(self, path: str | Path, data: dict, key: str = "", problems: Problems | None = None):
+    def __init__(self, path: builtins.str | Path, data: dict, key: builtins.str = "",
+                 problems: Problems | None = None):
         self.path = path
         self.key = key
         self._data = data
@@ -83,15 +85,15 @@ class Table:
         # where done() reports every unknown key (else it raises the first)
         self.problems = problems
 
-    def error(self, key: str | None, message: str):
+    def error(self, key: builtins.str | None, message: builtins.str) -> NoReturn:
         raise SpecError(self.path, self._join(key), message)
 
-    def _join(self, key: str | None) -> str | None:
+    def _join(self, key: builtins.str | None) -> builtins.str | None:
         if key is None:
             return self.key or None
         return f"{self.key}.{key}" if self.key else key
 
-    def has(self, key: str) -> bool:
+    def has(self, key: builtins.str) -> builtins.bool:
         return key in self._data
 
     def _get(self, key, default, kinds, kindname):
@@ -107,20 +109,21 @@ class Table:
             self.error(key, f"expected {kindname}, got {_typename(value)}")
         return value
 
-    def str(self, key: str, default: Any = _MISSING, choices: Iterable[str] | None = None) -> Any:
+    def str(self, key: builtins.str, default: Any = _MISSING, choices: Iterable[builtins.str] | None = None) -> Any:
         value = self._get(key, default, (str,), "a string")
         if choices is not None and value not in choices and value is not default:
             self.error(key, f"{value!r} is not one of {', '.join(sorted(choices))}"
                             f"{did_you_mean(value, choices)}")
         return value
 
-    def ident(self, key: str, default: Any = _MISSING) -> Any:
+    def ident(self, key: builtins.str, default: Any = _MISSING) -> Any:
         value = self.str(key, default)
         if value is not default and not C_IDENT.match(value):
             self.error(key, f"{value!r} is not a C identifier")
         return value
 
-    def int(self, key: str, default: Any = _MISSING, lo: int | None = None, hi: int | None = None) -> Any:
+    def int(self, key: builtins.str, default: Any = _MISSING, lo: builtins.int | None = None,
+            hi: builtins.int | None = None) -> Any:
         value = self._get(key, default, (int,), "an integer")
         if value is default:
             return value
@@ -128,10 +131,11 @@ class Table:
             self.error(key, f"{value} is out of range [{lo}, {hi}]")
         return value
 
-    def bool(self, key: str, default: Any = _MISSING) -> Any:
+    def bool(self, key: builtins.str, default: Any = _MISSING) -> Any:
         return self._get(key, default, (bool,), "a boolean")
 
-    def list(self, key: str, kind: type, default: Any = _MISSING, kindname: str | None = None) -> Any:
+    def list(self, key: builtins.str, kind: type, default: Any = _MISSING,
+             kindname: builtins.str | None = None) -> Any:
         value = self._get(key, default, (list,), "an array")
         if value is default:
             return value
@@ -140,13 +144,13 @@ class Table:
                 self.error(f"{key}[{i}]", f"expected {kindname or kind.__name__}, got {_typename(item)}")
         return list(value)
 
-    def table(self, key: str, default: Any = _MISSING) -> Any:
+    def table(self, key: builtins.str, default: Any = _MISSING) -> Any:
         value = self._get(key, default, (dict,), "a table")
         if value is default:
             return value
         return Table(self.path, value, self._join(key) or "", self.problems)
 
-    def tables(self, key: str, default: Any = _MISSING) -> Any:
+    def tables(self, key: builtins.str, default: Any = _MISSING) -> Any:
         value = self._get(key, default, (list,), "an array of tables")
         if value is default:
             return value
@@ -157,7 +161,7 @@ class Table:
             out.append(Table(self.path, item, f"{self._join(key)}[{i}]", self.problems))
         return out
 
-    def raw(self, key: str, default: Any = _MISSING) -> Any:
+    def raw(self, key: builtins.str, default: Any = _MISSING) -> Any:
         """A value of any type, for parameter tables handed to templates."""
         self._asked.add(key)
         if key not in self._data:
@@ -167,7 +171,7 @@ class Table:
         self._used.add(key)
         return self._data[key]
 
-    def keys(self) -> list[str]:
+    def keys(self) -> builtins.list[builtins.str]:
         return list(self._data)
 
     def done(self) -> None:
