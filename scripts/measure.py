@@ -17,8 +17,8 @@ for keep their text, so a cheap run leaves the figures of the long ones.
               instruction counts, the audit of the corpus (needs the cache
               scripts/fetch-real-vdso.sh fills: minutes of downloads)
     bench     ns per call on this machine against the running kernel's vDSO,
-              x86_64 with clang and gcc (minutes; meaningful on an idle
-              machine only)
+              x86_64 with clang and gcc (about a minute with RUNS=7;
+              meaningful on an idle machine only)
 
 Figures nothing here can measure (kernel boots, the test suite's run) are
 in the doc's hand-kept section, outside any marker.
@@ -279,11 +279,10 @@ def measure_bench(work: Path) -> list:
         rows.append(row)
     floor = "; ".join(f"{label} {statistics.median(v):.2f} ns" for label, v in floors.items())
     return [
-        f"``vdsogen bench --arch=x86_64``, {runs} runs of 31 rounds per toolchain, on",
-        f"this machine ({_machine()}).  Each cell: the median ns per call through",
-        "the image, the median ratio to the running kernel's own vDSO, and that",
-        "ratio's range over the runs.  Only an idle machine gives figures worth",
-        "comparing.",
+        f"``vdsogen bench --arch=x86_64``, {runs} run{'s' if runs != 1 else ''} of 31 rounds per toolchain.",
+        "Each cell: the median ns per call through the image, the median ratio",
+        "to the running kernel's own vDSO, and that ratio's range over the runs.",
+        "Only an idle machine gives figures worth comparing.",
         "",
         *rst_table(["call", *(label for label, _ in BENCH_TOOLCHAINS)], rows),
         "",

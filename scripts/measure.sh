@@ -7,7 +7,7 @@
 #   corpus    Debian's images next to vdsogen's: sizes, hot-path counts,
 #             the corpus audit.  Opt-in: needs scripts/fetch-real-vdso.sh first
 #   bench     ns per call against the running kernel's vDSO, x86_64 with
-#             clang and gcc (RUNS=7 runs each).  Opt-in: minutes, idle machine
+#             clang and gcc (RUNS=7 runs each).  Opt-in: a minute, idle machine
 #
 #   sh scripts/measure.sh                  # images harness
 #   sh scripts/measure.sh corpus bench     # the opt-in ones
