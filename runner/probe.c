@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * vdsogen-probe: which vDSO does this process have, and does it answer the
  * clocks without entering the kernel?

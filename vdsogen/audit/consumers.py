@@ -1,12 +1,12 @@
 """What glibc, musl, the Go runtime and a DT_HASH-only parser make of an image.
 
-Each consumer is modelled from the documented facts of how it finds the
-vDSO's entry points (shared reference, elf-rules.md §14): which PT_LOAD
-gives the base, where it reads the dynamic array, which hash table it walks
-and how, which symbol types and bindings it accepts, how it checks
-versions.  The model runs over the image as the kernel maps it (the file
-from offset 0, whole pages): a read outside it is a crash, a chain that
-does not end is a hang.
+Each consumer is modelled on how it finds the vDSO's entry points
+(docs/audit.rst, "Consumers", sums up each model): which PT_LOAD gives the
+base, where it reads the dynamic array, which hash table it walks and how,
+which symbol types and bindings it accepts, how it checks versions.  The
+model runs over the image as the kernel maps it (the file from offset 0,
+whole pages): a read outside it is a crash, a chain that does not end is a
+hang.
 
 Per lookup the result is found (and the address the consumer would call),
 absent (the image does not define symbol@version: the consumer makes the

@@ -1,0 +1,391 @@
+"""Regenerate the measured sections of docs/measurements.rst.
+
+Run by scripts/measure.sh; each section lies between two comment lines,
+
+    .. BEGIN measure NAME
+    .. END measure NAME
+
+and is rewritten whole when NAME is measured: a stamp (the command, the
+date, the commit and the machine), then the figures.  Sections not asked
+for keep their text, so a cheap run leaves the figures of the long ones.
+
+    images    vdso.so bytes of every target, default toolchain (seconds;
+              deterministic: tests/test_docs.py compares it with the doc)
+    harness   harness checks passed and failed per target, and the time of
+              `vdsogen test` (a few minutes)
+    corpus    Linux images of Debian next to vdsogen's: sizes, hot-path
+              instruction counts, the audit of the corpus (needs the cache
+              scripts/fetch-real-vdso.sh fills: minutes of downloads)
+    bench     ns per call on this machine against the running kernel's vDSO,
+              x86_64 with clang and gcc (about a minute with RUNS=7;
+              meaningful on an idle machine only)
+
+Figures nothing here can measure (kernel boots, the test suite's run) are
+in the doc's hand-kept section, outside any marker.
+"""
+
+import argparse
+import io
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "measurements.rst"
+DEFAULT_SECTIONS = ("images", "harness")
+SECTIONS = ("images", "harness", "corpus", "bench")
+CACHE = Path(os.environ.get("VDSOGEN_REAL_VDSO", Path.home() / ".cache" / "vdsogen" / "real-vdso"))
+BENCH_TOOLCHAINS = (("clang-19", {}), ("gcc-12", {"CROSS_COMPILE": "x86_64-linux-gnu-"}))
+
+
+class MeasureError(Exception):
+    """A section cannot be measured here: said in one line."""
+
+
+def default_env() -> dict:
+    """The environment without LLVM= or CROSS_COMPILE=: each target's default toolchain."""
+    return {k: v for k, v in os.environ.items() if k not in ("LLVM", "CROSS_COMPILE")}
+
+
+def targets() -> list:
+    return sorted(p.stem for p in (ROOT / "specs").glob("*.toml"))
+
+
+def rst_table(header: list, rows: list) -> list:
+    """An RST simple table, as lines."""
+    rows = [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    rule = "  ".join("=" * w for w in widths)
+    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    return [rule, line(header), rule, *(line(r) for r in rows), rule]
+
+
+# -- images ------------------------------------------------------------------------------
+
+def build_images(out: Path, names: list | None = None) -> dict:
+    """{target: (toolchain, vdso.so path)}, each built with its default toolchain."""
+    from vdsogen.audit.check import build_validator
+    from vdsogen.build.image import build_target
+    from vdsogen.build.toolchain import Builder, select_tools
+    from vdsogen.spec.model import load_target
+
+    env = default_env()
+    built = {}
+    for name in names or targets():
+        target = load_target(name)
+        so, _ = build_target(target, out / name, builder=Builder(target, env=env, stream=io.StringIO()),
+                             validate=build_validator)
+        built[name] = (select_tools(target, env).describe, Path(so))
+    return built
+
+
+def images_body(rows: list) -> list:
+    """rows: (target, toolchain, bytes of vdso.so)."""
+    return [
+        "File bytes of each target's stripped ``vdso.so`` (``objcopy -S``: section",
+        "headers kept), built with the target's default toolchain (no ``LLVM=``",
+        "or ``CROSS_COMPILE=``).  Builds are reproducible, so these change only",
+        "with the specs, fragments, templates or toolchain versions.",
+        "",
+        *rst_table(["target", "toolchain", "vdso.so bytes"], rows),
+    ]
+
+
+def measure_images(work: Path) -> list:
+    built = build_images(work / "images")
+    return images_body([(t, tc, so.stat().st_size) for t, (tc, so) in built.items()])
+
+
+# -- harness -----------------------------------------------------------------------------
+
+def measure_harness(work: Path) -> list:
+    from vdsogen.build.toolchain import Builder
+    from vdsogen.harness.driver import run_tests_full, runner
+    from vdsogen.spec.model import load_target
+
+    built = build_images(work / "images")
+    env = default_env()
+    rows = []
+    for name, (_, so) in built.items():
+        target = load_target(name)
+        run = runner(target)
+        injected = target.harness.injected_counter
+        t0 = time.monotonic()
+        status, outcome = run_tests_full(target, None if injected else so, work / "harness" / name,
+                                         builder=Builder(target, env=env, stream=io.StringIO()),
+                                         stream=io.StringIO())
+        secs = time.monotonic() - t0
+        passed, failed = outcome.summary or (len(outcome.passed), outcome.fail_lines)
+        rows.append((name, run[0] if run else "native", "test build" if injected else "vdso.so",
+                     passed, failed, "ok" if status == 0 else "FAIL", f"{secs:.1f}"))
+    return [
+        "``vdsogen test --arch=T`` of each target on the image above: where it runs",
+        "(natively or under qemu-user), which image the harness maps (the test",
+        "build, whose counter read is injected, where qemu-user cannot read the",
+        "counter: ``[harness] injected_counter``), the checks passed and failed,",
+        "and the seconds of the whole command (harness build included).  The counts",
+        "are deterministic; the times are this machine's.",
+        "",
+        *rst_table(["target", "runs", "image", "passed", "failed", "verdict", "seconds"], rows),
+    ]
+
+
+# -- corpus ------------------------------------------------------------------------------
+
+def _manifest() -> list:
+    path = CACHE / "manifest.json"
+    if not path.is_file():
+        raise MeasureError(f"{path}: no corpus: run scripts/fetch-real-vdso.sh first "
+                           f"(or set VDSOGEN_REAL_VDSO)")
+    return json.loads(path.read_text())
+
+
+def _linux_images(manifest: list, abi: str) -> list:
+    """[(label, entry)] of the corpus's kernel images of one ABI, one per content, oldest first."""
+    seen, out = set(), []
+    key = lambda e: (tuple(int(x) for x in e["linux"].split(".")), e["flavour"])  # noqa: E731
+    for e in sorted((e for e in manifest if e["abi"] == abi and e["kind"] == "kernel" and e.get("linux")),
+                    key=key):
+        if e["sha256"] in seen:
+            continue
+        seen.add(e["sha256"])
+        major_minor = ".".join(e["linux"].split(".")[:2])
+        stem = Path(e["path"]).stem          # riscv64-cfi beside riscv64: say which
+        extra = stem[len(abi):] if stem.startswith(abi) else ""
+        out.append((f"{major_minor} {e['flavour']}{extra}", e))
+    return out
+
+
+def measure_corpus(work: Path) -> list:
+    from vdsogen.bench.run import hot_paths
+    from vdsogen.elf.reader import ElfImage
+    from vdsogen.spec.model import load_target
+
+    manifest = _manifest()
+    built = build_images(work / "images")
+    size_rows, hot_lines = [], []
+    for name, (_, so) in built.items():
+        target = load_target(name)
+        linux = _linux_images(manifest, target.abi.name)
+        size_rows.append((name, so.stat().st_size,
+                          "; ".join(f"{label}: {e['size']}" for label, e in linux) or "(none in the corpus)"))
+        if not linux:
+            continue
+        # One reference per call: hot_paths labels its columns by the Linux
+        # version note, which two flavours of one kernel share.
+        table = {}                                   # call -> [vdsogen, each Linux image]
+        for i, (_, e) in enumerate(linux):
+            path = CACHE / "images" / e["path"]
+            hot = hot_paths(target, str(so), references=[(str(path), ElfImage(path))])
+            gen, ref = hot.columns[0][0], hot.columns[1][0]
+            for call, counts in hot.rows:
+                row = table.setdefault(call, [counts.get(gen)] + [None] * len(linux))
+                row[1 + i] = counts.get(ref)
+        header = [name, "vdsogen", *(label for label, _ in linux)]
+        rows = [[call, *("-" if c is None else c for c in counts)] for call, counts in table.items()]
+        if rows:
+            hot_lines += [*rst_table(header, rows), ""]
+    proc = subprocess.run([sys.executable, "-m", "vdsogen.audit.corpus", "--cache", str(CACHE),
+                           "--expect", str(ROOT / "tests" / "real-vdso-expect.toml")],
+                          capture_output=True, text=True, cwd=ROOT)
+    audit = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    if not audit:
+        raise MeasureError(f"the corpus audit printed nothing: {proc.stderr.strip()}")
+    what = {"kernel": "from kernel packages", "qemu": "from QEMU's qemu-user", "dbg": "from kernel debug packages"}
+    kinds = {}
+    for e in manifest:
+        kinds.setdefault(e["kind"], set()).add(e["suite"])
+    return [
+        f"The corpus ``scripts/fetch-real-vdso.sh`` left in ``$VDSOGEN_REAL_VDSO``: {len(manifest)} images, "
+        + "; ".join(f"{sum(e['kind'] == k for e in manifest)} {what.get(k, k)} ({', '.join(sorted(s))})"
+                    for k, s in sorted(kinds.items())) + ".",
+        "",
+        "Image sizes",
+        "-----------",
+        "",
+        "File bytes of vdsogen's ``vdso.so`` (default toolchain) next to Debian's",
+        "kernel images of the same ABI (Linux version and flavour; one column per",
+        "distinct image).  Linux's newer images carry getrandom, which vdsogen does",
+        "not implement.",
+        "",
+        *rst_table(["target", "vdsogen", "Linux (Debian)"], size_rows),
+        "",
+        "Hot paths",
+        "---------",
+        "",
+        "Instructions from entry to return on the common path (the counter read",
+        "once or never, no syscall; ``vdsogen/bench/hotpath.py``), vdsogen's image",
+        "next to Debian's of the same ABI:",
+        "",
+        *hot_lines,
+        "Audit of the corpus",
+        "-------------------",
+        "",
+        "``scripts/audit-corpus.sh`` against ``tests/real-vdso-expect.toml``, its",
+        "last line:",
+        "",
+        "::",
+        "",
+        "    " + audit[-1],
+    ]
+
+
+# -- bench -------------------------------------------------------------------------------
+
+def _bench_once(env: dict) -> dict:
+    proc = subprocess.run([str(ROOT / ".venv" / "bin" / "vdsogen"), "bench", "--arch=x86_64", "--format=json"],
+                          capture_output=True, text=True, env=env, cwd=ROOT)
+    if proc.returncode != 0:
+        raise MeasureError(f"vdsogen bench --arch=x86_64: {proc.stderr.strip() or proc.returncode}")
+    return json.loads(proc.stdout)
+
+
+def measure_bench(work: Path) -> list:
+    runs = int(os.environ.get("RUNS", "7"))
+    cols, calls, floors = {}, [], {}
+    for label, extra in BENCH_TOOLCHAINS:
+        env = {**default_env(), **extra, "VDSOGEN_BENCH_REFERENCES": ""}
+        per_call = {}
+        for _ in range(runs):
+            doc = _bench_once(env)
+            for ln in doc["lines"]:
+                if ln["line"] == doc.get("floor"):
+                    floors.setdefault(label, []).append(ln["ways"]["counter"]["median"])
+                if "image_over_live" not in ln:
+                    continue
+                if ln["call"] not in calls:
+                    calls.append(ln["call"])
+                per_call.setdefault(ln["call"], []).append((ln["ways"]["image"]["median"],
+                                                            ln["image_over_live"]["median"]))
+        cols[label] = per_call
+    rows = []
+    for call in calls:
+        row = [call]
+        for label, _ in BENCH_TOOLCHAINS:
+            got = cols[label].get(call)
+            if not got:
+                row.append("-")
+                continue
+            ns = statistics.median(g[0] for g in got)
+            ratios = [g[1] for g in got]
+            row.append(f"{ns:.2f} {statistics.median(ratios):.3f} [{min(ratios):.3f}-{max(ratios):.3f}]")
+        rows.append(row)
+    floor = "; ".join(f"{label} {statistics.median(v):.2f} ns" for label, v in floors.items())
+    return [
+        f"``vdsogen bench --arch=x86_64``, {runs} run{'s' if runs != 1 else ''} of 31 rounds per toolchain.",
+        "Each cell: the median ns per call through the image, the median ratio",
+        "to the running kernel's own vDSO, and that ratio's range over the runs.",
+        "Only an idle machine gives figures worth comparing.",
+        "",
+        *rst_table(["call", *(label for label, _ in BENCH_TOOLCHAINS)], rows),
+        "",
+        f"The ordered counter read alone (the floor): {floor or 'not measured'}.",
+    ]
+
+
+# -- the document ------------------------------------------------------------------------
+
+MEASURE = {"images": measure_images, "harness": measure_harness, "corpus": measure_corpus, "bench": measure_bench}
+
+
+def _machine() -> str:
+    return f"{os.cpu_count()} CPUs, {platform.machine()}, Linux {platform.release()}"
+
+
+def _commit() -> str:
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             cwd=ROOT, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, cwd=ROOT, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "outside git"
+    return rev + (" with local changes" if dirty else "")
+
+
+def stamp(name: str, seconds: float) -> str:
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (f"*Generated by* ``sh scripts/measure.sh {name}`` *on {when}, commit {_commit()},"
+            f" {_machine()}, in {seconds:.0f} s.*")
+
+
+def begin(name: str) -> str:
+    return f".. BEGIN measure {name}"
+
+
+def end(name: str) -> str:
+    return f".. END measure {name}"
+
+
+def section(text: str, name: str) -> list:
+    """The lines between the section's markers (stamp included)."""
+    lines = text.splitlines()
+    try:
+        a, b = lines.index(begin(name)), lines.index(end(name))
+    except ValueError:
+        raise MeasureError(f"{DOC}: no '{begin(name)}' ... '{end(name)}' markers") from None
+    if b < a:
+        raise MeasureError(f"{DOC}: '{end(name)}' comes before '{begin(name)}'")
+    return lines[a + 1:b]
+
+
+def body_of(lines: list) -> list:
+    """A generated section less its stamp and the blank lines around it."""
+    rest = [ln for ln in lines if not ln.startswith("*Generated by*")]
+    while rest and not rest[0].strip():
+        rest.pop(0)
+    while rest and not rest[-1].strip():
+        rest.pop()
+    return rest
+
+
+def replace(text: str, name: str, body: list, seconds: float) -> str:
+    section(text, name)          # the markers exist, in order
+    lines = text.splitlines()
+    a, b = lines.index(begin(name)), lines.index(end(name))
+    new = ["", stamp(name, seconds), "", *body, ""]
+    return "\n".join(lines[:a + 1] + new + lines[b:]) + "\n"
+
+
+def main(argv: list | None = None) -> int:
+    p = argparse.ArgumentParser(prog="sh scripts/measure.sh",
+                                description="regenerate the measured sections of docs/measurements.rst")
+    p.add_argument("sections", nargs="*", metavar="SECTION",
+                   help=f"any of {', '.join(SECTIONS)} (default: {' '.join(DEFAULT_SECTIONS)})")
+    args = p.parse_args(argv)
+    for s in args.sections:
+        if s not in SECTIONS:
+            p.error(f"{s}: no such section (the sections: {', '.join(SECTIONS)})")
+    text = DOC.read_text()
+    status = 0
+    with tempfile.TemporaryDirectory(prefix="vdsogen-measure-") as tmp:
+        for name in args.sections or DEFAULT_SECTIONS:
+            t0 = time.monotonic()
+            try:
+                body = MEASURE[name](Path(tmp))
+            except MeasureError as e:
+                print(f"measure {name}: {e}", file=sys.stderr)
+                status = 1
+                continue
+            text = replace(text, name, body, time.monotonic() - t0)
+            DOC.write_text(text)
+            print(f"  MEASURE {name} ({time.monotonic() - t0:.0f} s) -> {DOC.relative_to(ROOT)}")
+    return status
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Exception as e:          # a VdsogenError from a build or harness: one line, no traceback
+        from vdsogen.errors import VdsogenError
+        if not isinstance(e, (VdsogenError, MeasureError, OSError)):
+            raise
+        print(f"measure: {e}", file=sys.stderr)
+        sys.exit(1)
