@@ -18,6 +18,9 @@ from collections import namedtuple
 
 from elftools.elf.enums import ENUM_E_MACHINE
 
+from vdsogen import isa
+from vdsogen.isa import arm, arm64, loongarch, mips, powerpc, riscv, s390, x86
+
 # -- e_ident and the ELF header ------------------------------------------------------
 
 EI_NIDENT = 16                  # e_ident; the rest of the header (EHDR) follows it
@@ -26,19 +29,20 @@ ELFCLASS32, ELFCLASS64 = 1, 2
 ELFDATA2LSB, ELFDATA2MSB = 1, 2
 ET_REL, ET_EXEC, ET_DYN = 1, 2, 3
 
-EM_386, EM_MIPS, EM_PPC, EM_PPC64, EM_S390, EM_ARM = 3, 8, 20, 21, 22, 40
-EM_X86_64, EM_AARCH64, EM_RISCV, EM_LOONGARCH = 62, 183, 243, 258
 EM_PARISC = 15
 ELFOSABI_GNU = 3
-MACHINES = {"EM_386": EM_386, "EM_MIPS": EM_MIPS, "EM_PPC": EM_PPC, "EM_PPC64": EM_PPC64, "EM_S390": EM_S390,
-            "EM_ARM": EM_ARM, "EM_X86_64": EM_X86_64, "EM_AARCH64": EM_AARCH64, "EM_RISCV": EM_RISCV,
-            "EM_LOONGARCH": EM_LOONGARCH}
+# The machines vdsogen reads are the ISA modules' (vdsogen/isa/NAME.py): their
+# numbers and e_flags bits are stated there, and named here too for the code
+# that reads ELF structures.  A new ISA needs no line here.
+EM_386, EM_X86_64 = x86.EM_386, x86.EM_X86_64
+EM_ARM, EF_ARM_ABI_FLOAT_SOFT, EF_ARM_BE8 = arm.EM_ARM, arm.EF_ARM_ABI_FLOAT_SOFT, arm.EF_ARM_BE8
+EM_AARCH64, EM_LOONGARCH, EM_MIPS, EM_RISCV, EM_S390 = (arm64.EM_AARCH64, loongarch.EM_LOONGARCH, mips.EM_MIPS,
+                                                       riscv.EM_RISCV, s390.EM_S390)
+EM_PPC, EM_PPC64 = powerpc.EM_PPC, powerpc.EM_PPC64
 # Names of e_machine values, as binutils spells them: pyelftools' table, and
-# ours for what its 0.29 lacks (EM_LOONGARCH).
+# the ISA modules' for what its 0.29 lacks (EM_LOONGARCH).
 MACHINE_NAMES = {**{value: name for name, value in ENUM_E_MACHINE.items() if isinstance(value, int)},
-                 **{value: name for name, value in MACHINES.items()}}
-EF_ARM_ABI_FLOAT_SOFT = 0x00000200
-EF_ARM_BE8 = 0x00800000
+                 **isa.machine_names()}
 
 # -- program headers -------------------------------------------------------------------
 
@@ -206,8 +210,6 @@ SYM = Layout("Sym", {
 DYN = Layout("Dyn", "d_tag:W d_val:W")
 REL = Layout("Rel", "r_offset:W r_info:W")
 RELA = Layout("Rela", "r_offset:W r_info:W r_addend:w")
-# MIPS64 splits r_info into a symbol and three types, read in the file's byte order.
-MIPS64_REL = Layout("Mips64_Rel", {64: "r_offset:Q r_sym:I r_ssym:B r_type3:B r_type2:B r_type:B"})
 VERDEF = Layout("Verdef", "vd_version:H vd_flags:H vd_ndx:H vd_cnt:H vd_hash:I vd_aux:I vd_next:I")
 VERDAUX = Layout("Verdaux", "vda_name:I vda_next:I")
 NHDR = Layout("Nhdr", "n_namesz:I n_descsz:I n_type:I")

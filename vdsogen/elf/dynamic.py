@@ -5,9 +5,10 @@ the relocations; and the section symbol tables."""
 import struct
 
 from vdsogen.elf.bounds import MAX_ENTRIES, MAX_SYMBOLS, Unreadable
-from vdsogen.elf.consts import (DT, DYN, EM_MIPS, MIPS64_REL, PT_DYNAMIC, REL, RELA, SHT_STRTAB, SYM, VERDAUX,
-                                VERDEF)
+from vdsogen.elf.consts import DT, DYN, PT_DYNAMIC, REL, RELA, SHT_STRTAB, SYM, VERDAUX, VERDEF
 from vdsogen.elf.records import Reloc, Symbol, Verdef
+from vdsogen.isa import for_machine
+from vdsogen.isa.base import gabi_r_info
 
 
 class Dynamic:
@@ -212,10 +213,8 @@ class Dynamic:
         return out
 
     def _reloc(self, table, off):
-        if self.e_machine == EM_MIPS and self.elf_class == 64:
-            r = self.read(MIPS64_REL, off)
-            return Reloc(table, off, r.r_type | r.r_type2 << 8 | r.r_type3 << 16, r.r_sym)
         info = self.read(REL, off).r_info
-        if self.elf_class == 32:
-            return Reloc(table, off, info & 0xFF, info >> 8)
-        return Reloc(table, off, info & 0xFFFFFFFF, info >> 32)
+        isa = for_machine(self.e_machine)
+        split = gabi_r_info if isa is None else isa.r_info       # MIPS64 splits it its own way
+        rtype, sym = split(info, self.elf_class, self.endian)
+        return Reloc(table, off, rtype, sym)

@@ -4,7 +4,8 @@ DT_GNU_HASH, read once, each chain walked once, and lookups through them."""
 import struct
 
 from vdsogen.elf.bounds import MAX_ENTRIES, MAX_SYMBOLS, Unreadable
-from vdsogen.elf.consts import EM_S390, GNU_HASH, SHT_HASH, SYSV_HASH, elf_hash, gnu_hash
+from vdsogen.elf.consts import GNU_HASH, SHT_HASH, SYSV_HASH, elf_hash, gnu_hash
+from vdsogen.isa import for_machine
 
 
 class Hashes:
@@ -23,8 +24,9 @@ class Hashes:
 
     @property
     def hash_word(self):
-        """.hash word size consumers use: 8 on s390x (64-bit s390), 4 everywhere else."""
-        return 8 if self.e_machine == EM_S390 and self.elf_class == 64 else 4
+        """.hash word size consumers use, the ISA's: 8 on s390x (64-bit s390), 4 everywhere else."""
+        isa = for_machine(self.e_machine)
+        return 4 if isa is None else isa.hash_word(self.elf_class)
 
     def sysv_hash(self, word=None):
         """(nbucket, nchain, buckets, chains) of DT_HASH, or None."""

@@ -2,9 +2,9 @@
 program headers and the section headers."""
 
 from vdsogen.elf.bounds import MAX_NAME, MAX_PHDRS, MAX_SECTIONS, Unreadable
-from vdsogen.elf.consts import (EF_ARM_BE8, EHDR, EI_NIDENT, EM_AARCH64, EM_ARM, MACHINE_NAMES, PHDR, PT_LOAD,
-                                SHDR, SHT_NOBITS)
+from vdsogen.elf.consts import EHDR, EI_NIDENT, MACHINE_NAMES, PHDR, PT_LOAD, SHDR, SHT_NOBITS
 from vdsogen.elf.records import Section, Segment
+from vdsogen.isa import for_machine
 
 
 class Headers:
@@ -57,12 +57,10 @@ class Headers:
 
     @property
     def code_endian(self):
-        """Byte order of instructions: AArch64 code and ARM BE-8 code are little-endian."""
-        if self.e_machine == EM_AARCH64:
-            return "little"
-        if self.e_machine == EM_ARM and self.e_flags & EF_ARM_BE8:
-            return "little"
-        return self.endian
+        """Byte order of instructions, the ISA's (AArch64 code and ARM BE-8 code
+        are little-endian); the data's for a machine no ISA module knows."""
+        isa = for_machine(self.e_machine)
+        return self.endian if isa is None else isa.code_endian(self.e_flags, self.endian)
 
     @property
     def image_end(self):

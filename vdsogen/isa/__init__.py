@@ -1,0 +1,59 @@
+"""The instruction sets vdsogen reads, one module each, keyed by e_machine.
+
+Every module of this package but `base` describes one ISA in a module-level
+`ISA` (a vdsogen.isa.base.Isa): its e_machine numbers, its decoder, its
+hot-path classifier and its ELF facts.  The registry is found here, not
+listed: a new ISA is one new module (docs/hacking.rst, "A new ISA").  The
+generic code (vdsogen.elf.decode, vdsogen.bench.hotpath, the ELF reader)
+asks `for_machine(e_machine)` and tests no e_machine itself.
+"""
+
+import importlib
+import pkgutil
+from functools import lru_cache
+from types import MappingProxyType, ModuleType
+from typing import Iterable, Mapping
+
+from vdsogen.isa.base import Isa
+
+SHARED = frozenset({"base"})        # modules of the package that are no ISA
+
+
+def module_names() -> list[str]:
+    """The ISA modules of the package, by name, sorted."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in SHARED and not m.ispkg)
+
+
+def build(modules: Iterable[ModuleType]) -> Mapping[int, Isa]:
+    """e_machine -> Isa of `modules`; each must define ISA, and no two may claim one machine."""
+    out: dict[int, Isa] = {}
+    for mod in modules:
+        isa = getattr(mod, "ISA", None)
+        if not isinstance(isa, Isa):
+            raise TypeError(f"{mod.__name__}: an ISA module must define ISA = vdsogen.isa.base.Isa(...)")
+        if not isa.machines:
+            raise TypeError(f"{mod.__name__}: ISA {isa.name!r} names no e_machine")
+        for machine in isa.machines:
+            if machine in out:
+                raise TypeError(f"{mod.__name__}: e_machine {machine} is already ISA {out[machine].name!r}'s")
+            out[machine] = isa
+    return MappingProxyType(out)
+
+
+@lru_cache(maxsize=None)
+def registry() -> Mapping[int, Isa]:
+    """e_machine -> Isa, of every module in the package."""
+    return build(importlib.import_module(f"{__name__}.{name}") for name in module_names())
+
+
+def for_machine(e_machine: int) -> Isa | None:
+    """The ISA of a machine, or None where vdsogen knows none."""
+    return registry().get(e_machine)
+
+
+def machine_names() -> dict[int, str]:
+    """e_machine -> name ("EM_ARM") of every machine an ISA module serves."""
+    return {number: name for isa in registry().values() for number, name in isa.machines.items()}
+
+
+__all__ = ["Isa", "module_names", "build", "registry", "for_machine", "machine_names"]
