@@ -15,6 +15,7 @@ Unpacking checks nothing: the caller checks bounds first (see reader.py).
 
 import struct
 from collections import namedtuple
+from typing import Any, Iterator
 
 from elftools.elf.enums import ENUM_E_MACHINE
 
@@ -102,7 +103,7 @@ NT_LINUX_VERSION, NT_LINUX_BUILD_SALT = 0, 0x100
 AT_SYSINFO_EHDR = 33
 
 
-def elf_hash(name):
+def elf_hash(name: str | bytes) -> int:
     """The SysV ELF hash (DT_HASH buckets, verdef vd_hash)."""
     h = 0
     for c in name.encode() if isinstance(name, str) else name:
@@ -114,7 +115,7 @@ def elf_hash(name):
     return h
 
 
-def gnu_hash(name):
+def gnu_hash(name: str | bytes) -> int:
     """The DT_GNU_HASH hash (Bernstein's, h * 33 + c)."""
     h = 5381
     for c in name.encode() if isinstance(name, str) else name:
@@ -125,6 +126,7 @@ def gnu_hash(name):
 # -- structure layouts --------------------------------------------------------------------------
 
 _ORDER = {"little": "<", "big": ">"}
+Buffer = bytes | bytearray | memoryview
 
 
 class Layout:
@@ -133,9 +135,13 @@ class Layout:
     Elf64_Addr/Off/Xword: 8) and w for its signed form; a dict {32: spec,
     64: spec} when the two classes order the fields differently."""
 
-    def __init__(self, name, spec):
+    def __init__(self, name: str, spec: str | dict[int, str]) -> None:
         self.name = name
-        self._fields, self._codes, self._offsets, self._types, self._structs = {}, {}, {}, {}, {}
+        self._fields: dict[int, tuple[str, ...]] = {}
+        self._codes: dict[int, tuple[str, ...]] = {}
+        self._offsets: dict[int, dict[str, int]] = {}
+        self._types: dict[int, Any] = {}                  # ELF class -> its namedtuple type
+        self._structs: dict[tuple[int, str], struct.Struct] = {}
         for cls, text in (spec if isinstance(spec, dict) else {32: spec, 64: spec}).items():
             word = {"W": "I", "w": "i"} if cls == 32 else {"W": "Q", "w": "q"}
             pairs = [(field, word.get(code, code)) for field, code in (item.split(":") for item in text.split())]
@@ -145,50 +151,52 @@ class Layout:
                                   for i, field in enumerate(self._fields[cls])}
             self._types[cls] = namedtuple(f"Elf{cls}_{name}", self._fields[cls])
 
-    def format(self, elf_class, endian):
+    def format(self, elf_class: int, endian: str) -> str:
         """The struct format string of the structure."""
         return _ORDER[endian] + "".join(self._codes[elf_class])
 
-    def _struct(self, elf_class, endian):
+    def _struct(self, elf_class: int, endian: str) -> struct.Struct:
         key = (elf_class, endian)
         if key not in self._structs:
             self._structs[key] = struct.Struct(self.format(elf_class, endian))
         return self._structs[key]
 
-    def size(self, elf_class):
+    def size(self, elf_class: int) -> int:
         return self._struct(elf_class, "little").size
 
-    def offset_of(self, field, elf_class):
+    def offset_of(self, field: str, elf_class: int) -> int:
         """Byte offset of a field inside the structure."""
         return self._offsets[elf_class][field]
 
-    def field_size(self, field, elf_class):
+    def field_size(self, field: str, elf_class: int) -> int:
         """Size in bytes of a field."""
         return struct.calcsize("<" + self._codes[elf_class][self._fields[elf_class].index(field)])
 
-    def unpack(self, data, offset, elf_class, endian):
+    def unpack(self, data: Buffer, offset: int, elf_class: int, endian: str) -> Any:
         """The structure at data[offset:] as a named tuple; the caller checks
         the bounds (struct.error if it did not)."""
         return self._types[elf_class]._make(self._struct(elf_class, endian).unpack_from(data, offset))
 
-    def iter_unpack(self, data, elf_class, endian):
+    def iter_unpack(self, data: Buffer, elf_class: int, endian: str) -> Iterator[Any]:
         """Every structure of an array that fills `data` exactly."""
         make = self._types[elf_class]._make
         return (make(row) for row in self._struct(elf_class, endian).iter_unpack(data))
 
-    def pack(self, elf_class, endian, **values):
+    def pack(self, elf_class: int, endian: str, **values: Any) -> bytes:
         """The bytes of one structure; fields not given are 0 (b"" for strings)."""
         return self._struct(elf_class, endian).pack(*self._values(elf_class, values))
 
-    def pack_into(self, buffer, offset, elf_class, endian, **values):
+    def pack_into(self, buffer: bytearray | memoryview, offset: int, elf_class: int, endian: str,
+                  **values: Any) -> None:
         self._struct(elf_class, endian).pack_into(buffer, offset, *self._values(elf_class, values))
 
-    def update_into(self, buffer, offset, elf_class, endian, **values):
+    def update_into(self, buffer: bytearray | memoryview, offset: int, elf_class: int, endian: str,
+                    **values: Any) -> None:
         """Rewrite some fields of the structure at buffer[offset:], keeping the others."""
         old = self.unpack(buffer, offset, elf_class, endian)
         self.pack_into(buffer, offset, elf_class, endian, **old._replace(**values)._asdict())
 
-    def _values(self, elf_class, values):
+    def _values(self, elf_class: int, values: dict[str, Any]) -> list[Any]:
         unknown = set(values) - set(self._fields[elf_class])
         if unknown:
             raise TypeError(f"{self.name} has no field {', '.join(sorted(unknown))}")

@@ -7,8 +7,8 @@ cntvctss_el0, the syscall svc, the returns ret, retaa and retab.  The audit
 rule K003 asks arm64_writes_x18 about every instruction reached.
 """
 
-from vdsogen.isa.base import ByteOrder, CALL, CJUMP, COUNTER, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, Classify, Decode, \
-    Image, Insn, Isa, fixed_width, sext, word_classifier
+from vdsogen.isa.base import ByteOrder, CALL, CJUMP, COUNTER, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, Classify, \
+    Decode, Image, Insn, Isa, fixed_width, sext, word_classifier
 
 EM_AARCH64 = 183
 

@@ -139,6 +139,6 @@ class Isa:
     cjump_skips: Callable[[bytes, str | None, ByteOrder], int] = _nothing_skipped
 
 
-__all__ = ["ByteOrder", "SEQ", "CALL", "JUMP", "CJUMP", "STOP", "OTHER", "COUNTER", "SYSCALL", "RETURN", "CRETURN", "Insn",
-           "Image", "Code", "Decode", "Classify", "WordAt", "Isa", "sext", "fixed_width", "word_classifier",
+__all__ = ["ByteOrder", "SEQ", "CALL", "JUMP", "CJUMP", "STOP", "OTHER", "COUNTER", "SYSCALL", "RETURN", "CRETURN",
+           "Insn", "Image", "Code", "Decode", "Classify", "WordAt", "Isa", "sext", "fixed_width", "word_classifier",
            "gabi_r_info"]

@@ -16,8 +16,8 @@ only reads the PC.
 ELF: MIPS64 splits r_info into a symbol index and three types.
 """
 
-from vdsogen.isa.base import ByteOrder, CALL, CJUMP, COUNTER, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, Classify, Decode, \
-    Image, Insn, Isa, WordAt, fixed_width, sext, word_classifier
+from vdsogen.isa.base import ByteOrder, CALL, CJUMP, COUNTER, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, Classify, \
+    Decode, Image, Insn, Isa, WordAt, fixed_width, sext, word_classifier
 
 EM_MIPS = 8
 PC_READ = 16      # how far past its return address a call over data may land
