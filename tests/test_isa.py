@@ -14,13 +14,14 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, TARGETS
 from vdsogen import isa
 from vdsogen.bench import hotpath
 from vdsogen.elf import decode
 from vdsogen.elf.consts import PF_X
 from vdsogen.isa.base import COUNTER, JUMP, OTHER, RETURN, SEQ, STOP, Insn, Isa
 from vdsogen.spec import abi
+from vdsogen.spec.model import load_target
 
 CLASSES = {OTHER, COUNTER, "syscall", RETURN, "creturn"}
 
@@ -56,6 +57,13 @@ def test_every_module_is_registered():
     assert len(served) == len(names)
     machines = {a.machine for a in abi.catalogue().values()}
     assert all(set(entry.machines) & machines for entry in isa.registry().values())
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_a_targets_isa_is_named_as_its_arch_directory(name):
+    """vdsogen/isa/ARCH.py serves the targets whose fragments are arch/ARCH/."""
+    target = load_target(name)
+    assert isa.for_machine(target.elf.machine).name == target.arch
 
 
 @pytest.mark.parametrize("gone", isa.module_names())

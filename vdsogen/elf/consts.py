@@ -4,8 +4,9 @@ The reader, the consumer models, the rules and the tests that build or edit
 images all read and write the same structures.  Each number (elf.h: the
 System V gABI, the GNU extensions and the few processor values vDSOs use)
 and each structure's field order and sizes is stated here only, so that two
-parts of the project cannot disagree about where p_flags sits or what
-EM_LOONGARCH is.
+parts of the project cannot disagree about where p_flags sits.  A machine's
+e_machine number and e_flags bits are its ISA module's (vdsogen/isa/NAME.py,
+stated there once), named here too for the code that reads ELF structures.
 
 A layout (`Layout`) names a structure's fields in file order per ELF class
 and gives, for an ELF class and a byte order: its size, the fields at an
@@ -32,11 +33,10 @@ ET_REL, ET_EXEC, ET_DYN = 1, 2, 3
 
 EM_PARISC = 15
 ELFOSABI_GNU = 3
-# The machines vdsogen reads are the ISA modules' (vdsogen/isa/NAME.py): their
-# numbers and e_flags bits are stated there, and named here too for the code
-# that reads ELF structures.  A new ISA needs no line here.
+# The machines vdsogen reads: their ISA modules' numbers and e_flags bits.  A
+# new ISA needs no line here.
 EM_386, EM_X86_64 = x86.EM_386, x86.EM_X86_64
-EM_ARM, EF_ARM_ABI_FLOAT_SOFT, EF_ARM_BE8 = arm.EM_ARM, arm.EF_ARM_ABI_FLOAT_SOFT, arm.EF_ARM_BE8
+EM_ARM, EF_ARM_ABI_FLOAT_SOFT = arm.EM_ARM, arm.EF_ARM_ABI_FLOAT_SOFT
 EM_AARCH64, EM_LOONGARCH, EM_MIPS, EM_RISCV, EM_S390 = (arm64.EM_AARCH64, loongarch.EM_LOONGARCH, mips.EM_MIPS,
                                                        riscv.EM_RISCV, s390.EM_S390)
 EM_PPC, EM_PPC64 = powerpc.EM_PPC, powerpc.EM_PPC64

@@ -3,9 +3,24 @@
 Every module of this package but `base` describes one ISA in a module-level
 `ISA` (a vdsogen.isa.base.Isa): its e_machine numbers, its decoder, its
 hot-path classifier and its ELF facts.  The registry is found here, not
-listed: a new ISA is one new module (docs/hacking.rst, "A new ISA").  The
-generic code (vdsogen.elf.decode, vdsogen.bench.hotpath, the ELF reader)
-asks `for_machine(e_machine)` and tests no e_machine itself.
+listed.  The generic code (vdsogen.elf.decode, vdsogen.bench.hotpath, the
+ELF reader) asks `for_machine(e_machine)` and tests no e_machine itself.
+
+A new ISA (docs/hacking.rst, "A new ISA"):
+  1. vdsogen/isa/ARCH.py, ARCH the name of its arch/ARCH/ directory: the
+     EM_ number(s), decoder(img) (length, direct branches and their targets,
+     ends of flow; base.fixed_width for 32-bit words), classifier(img) (the
+     counter reads, syscalls and returns: base.word_classifier), and only the
+     Isa fields where the machine differs from the defaults (code byte
+     order, DT_HASH word, r_info, Thumb-like entry modes, delay slots).
+  2. its ABI in vdsogen/spec/abi.toml (`machine` = the EM_ number);
+  3. its fragments in arch/ARCH/ and its spec(s) in specs/;
+  4. the loader stub: a `#elif defined(__ARCH__)` branch of start() in
+     runner/loader.c (the entry into a program, as the kernel makes it),
+     and, for a harness without a C library, harness/freestanding/arch/ARCH/;
+  5. tests: the direct-branch mnemonics llvm-objdump prints, in
+     BRANCHES of tests/test_oracle_decode.py.
+tests/test_isa.py checks that every ABI of the catalogue has a module.
 """
 
 import importlib
