@@ -44,6 +44,7 @@ from vdsogen.elf import decode
 from vdsogen.elf.consts import (EM_386, EM_AARCH64, EM_ARM, EM_LOONGARCH, EM_MIPS, EM_PPC, EM_PPC64, EM_RISCV,
                                 EM_S390, EM_X86_64)
 from vdsogen.elf.reader import ElfImage
+from vdsogen.isa import arm64, x86
 from vdsogen.spec.model import load_target
 
 OBJDUMP = shutil.which("llvm-objdump-19") or "/usr/lib/llvm-19/bin/llvm-objdump"
@@ -289,18 +290,18 @@ def test_encodings_the_corpus_lacks(name, tmp_path):
 
 def test_a_wrong_length_is_caught(all_images, monkeypatch):
     """x86: a decoder that forgets jmp rel8's immediate byte."""
-    monkeypatch.setattr(decode, "X86_IMM8", decode.X86_IMM8 - {0xEB})
+    monkeypatch.setattr(x86, "X86_IMM8", x86.X86_IMM8 - {0xEB})
     problems = disagreements(all_images["corpus:x86_64"])
     assert any("jmp" in p and "length 1, llvm-objdump 2" in p for p in problems), problems
 
 
 def test_a_wrong_target_is_caught(all_images, monkeypatch):
     """arm64: a decoder whose B/BL targets are one instruction off."""
-    real = decode.arm64_insn
+    real = arm64.arm64_insn
 
     def off_by_one(word, addr):
         insn = real(word, addr)
         return insn._replace(target=insn.target + 4) if word & 0x7C000000 == 0x14000000 else insn
-    monkeypatch.setattr(decode, "arm64_insn", off_by_one)
+    monkeypatch.setattr(arm64, "arm64_insn", off_by_one)
     problems = disagreements(all_images["corpus:arm64"])
     assert any("target" in p for p in problems), problems

@@ -4,6 +4,7 @@ errors, and reading a file that is only ever a regular file."""
 import os
 import stat
 import struct
+from pathlib import Path
 
 from vdsogen.errors import ImageError
 
@@ -28,7 +29,7 @@ PARSE_ERRORS = (struct.error, ValueError, KeyError, TypeError, AttributeError, I
 class Unreadable(Exception):
     """A part of the image cannot be read; rules report it, others go on."""
 
-    def __init__(self, message, offset=None):
+    def __init__(self, message: str, offset: int | None = None) -> None:
         super().__init__(message)
         self.offset = offset
 
@@ -42,12 +43,12 @@ class Budget:
 
     Deterministic: the same bytes always take the same number of units."""
 
-    def __init__(self, path, limit=WORK_BUDGET):
+    def __init__(self, path: str | Path, limit: float = WORK_BUDGET) -> None:
         self.path = str(path)
         self.limit = limit
         self.used = 0
 
-    def charge(self, units=1):
+    def charge(self, units: int = 1) -> None:
         """Account for work about to be done; TooComplex (and the work is not
         done) when it would go over the limit."""
         if self.used + units > self.limit:
@@ -55,12 +56,12 @@ class Budget:
                                         "(symbols, hash chain steps, instructions) to audit")
         self.used += units
 
-    def disarm(self):
+    def disarm(self) -> None:
         """Lift the limit once the audit is over (reports may read a little more)."""
         self.limit = float("inf")
 
 
-def _file_kind(mode):
+def _file_kind(mode: int) -> str:
     for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
                        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
         if test(mode):
@@ -68,7 +69,7 @@ def _file_kind(mode):
     return "not a regular file"
 
 
-def read_image_file(path):
+def read_image_file(path: str | Path) -> bytes:
     """The bytes of a regular file, at most MAX_IMAGE + 1 of them.
 
     Anything but a regular file (a FIFO, a device, a directory) is refused

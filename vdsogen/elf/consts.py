@@ -4,8 +4,9 @@ The reader, the consumer models, the rules and the tests that build or edit
 images all read and write the same structures.  Each number (elf.h: the
 System V gABI, the GNU extensions and the few processor values vDSOs use)
 and each structure's field order and sizes is stated here only, so that two
-parts of the project cannot disagree about where p_flags sits or what
-EM_LOONGARCH is.
+parts of the project cannot disagree about where p_flags sits.  A machine's
+e_machine number and e_flags bits are its ISA module's (vdsogen/isa/NAME.py,
+stated there once), named here too for the code that reads ELF structures.
 
 A layout (`Layout`) names a structure's fields in file order per ELF class
 and gives, for an ELF class and a byte order: its size, the fields at an
@@ -15,8 +16,12 @@ Unpacking checks nothing: the caller checks bounds first (see reader.py).
 
 import struct
 from collections import namedtuple
+from typing import Any, Iterator
 
 from elftools.elf.enums import ENUM_E_MACHINE
+
+from vdsogen import isa
+from vdsogen.isa import arm, arm64, loongarch, mips, powerpc, riscv, s390, x86
 
 # -- e_ident and the ELF header ------------------------------------------------------
 
@@ -26,19 +31,19 @@ ELFCLASS32, ELFCLASS64 = 1, 2
 ELFDATA2LSB, ELFDATA2MSB = 1, 2
 ET_REL, ET_EXEC, ET_DYN = 1, 2, 3
 
-EM_386, EM_MIPS, EM_PPC, EM_PPC64, EM_S390, EM_ARM = 3, 8, 20, 21, 22, 40
-EM_X86_64, EM_AARCH64, EM_RISCV, EM_LOONGARCH = 62, 183, 243, 258
 EM_PARISC = 15
 ELFOSABI_GNU = 3
-MACHINES = {"EM_386": EM_386, "EM_MIPS": EM_MIPS, "EM_PPC": EM_PPC, "EM_PPC64": EM_PPC64, "EM_S390": EM_S390,
-            "EM_ARM": EM_ARM, "EM_X86_64": EM_X86_64, "EM_AARCH64": EM_AARCH64, "EM_RISCV": EM_RISCV,
-            "EM_LOONGARCH": EM_LOONGARCH}
+# The machines vdsogen reads: their ISA modules' numbers and e_flags bits.  A
+# new ISA needs no line here.
+EM_386, EM_X86_64 = x86.EM_386, x86.EM_X86_64
+EM_ARM, EF_ARM_ABI_FLOAT_SOFT = arm.EM_ARM, arm.EF_ARM_ABI_FLOAT_SOFT
+EM_AARCH64, EM_LOONGARCH, EM_MIPS, EM_RISCV, EM_S390 = (arm64.EM_AARCH64, loongarch.EM_LOONGARCH, mips.EM_MIPS,
+                                                       riscv.EM_RISCV, s390.EM_S390)
+EM_PPC, EM_PPC64 = powerpc.EM_PPC, powerpc.EM_PPC64
 # Names of e_machine values, as binutils spells them: pyelftools' table, and
-# ours for what its 0.29 lacks (EM_LOONGARCH).
+# the ISA modules' for what its 0.29 lacks (EM_LOONGARCH).
 MACHINE_NAMES = {**{value: name for name, value in ENUM_E_MACHINE.items() if isinstance(value, int)},
-                 **{value: name for name, value in MACHINES.items()}}
-EF_ARM_ABI_FLOAT_SOFT = 0x00000200
-EF_ARM_BE8 = 0x00800000
+                 **isa.machine_names()}
 
 # -- program headers -------------------------------------------------------------------
 
@@ -98,7 +103,7 @@ NT_LINUX_VERSION, NT_LINUX_BUILD_SALT = 0, 0x100
 AT_SYSINFO_EHDR = 33
 
 
-def elf_hash(name):
+def elf_hash(name: str | bytes) -> int:
     """The SysV ELF hash (DT_HASH buckets, verdef vd_hash)."""
     h = 0
     for c in name.encode() if isinstance(name, str) else name:
@@ -110,7 +115,7 @@ def elf_hash(name):
     return h
 
 
-def gnu_hash(name):
+def gnu_hash(name: str | bytes) -> int:
     """The DT_GNU_HASH hash (Bernstein's, h * 33 + c)."""
     h = 5381
     for c in name.encode() if isinstance(name, str) else name:
@@ -121,6 +126,7 @@ def gnu_hash(name):
 # -- structure layouts --------------------------------------------------------------------------
 
 _ORDER = {"little": "<", "big": ">"}
+Buffer = bytes | bytearray | memoryview
 
 
 class Layout:
@@ -129,9 +135,13 @@ class Layout:
     Elf64_Addr/Off/Xword: 8) and w for its signed form; a dict {32: spec,
     64: spec} when the two classes order the fields differently."""
 
-    def __init__(self, name, spec):
+    def __init__(self, name: str, spec: str | dict[int, str]) -> None:
         self.name = name
-        self._fields, self._codes, self._offsets, self._types, self._structs = {}, {}, {}, {}, {}
+        self._fields: dict[int, tuple[str, ...]] = {}
+        self._codes: dict[int, tuple[str, ...]] = {}
+        self._offsets: dict[int, dict[str, int]] = {}
+        self._types: dict[int, Any] = {}                  # ELF class -> its namedtuple type
+        self._structs: dict[tuple[int, str], struct.Struct] = {}
         for cls, text in (spec if isinstance(spec, dict) else {32: spec, 64: spec}).items():
             word = {"W": "I", "w": "i"} if cls == 32 else {"W": "Q", "w": "q"}
             pairs = [(field, word.get(code, code)) for field, code in (item.split(":") for item in text.split())]
@@ -141,50 +151,52 @@ class Layout:
                                   for i, field in enumerate(self._fields[cls])}
             self._types[cls] = namedtuple(f"Elf{cls}_{name}", self._fields[cls])
 
-    def format(self, elf_class, endian):
+    def format(self, elf_class: int, endian: str) -> str:
         """The struct format string of the structure."""
         return _ORDER[endian] + "".join(self._codes[elf_class])
 
-    def _struct(self, elf_class, endian):
+    def _struct(self, elf_class: int, endian: str) -> struct.Struct:
         key = (elf_class, endian)
         if key not in self._structs:
             self._structs[key] = struct.Struct(self.format(elf_class, endian))
         return self._structs[key]
 
-    def size(self, elf_class):
+    def size(self, elf_class: int) -> int:
         return self._struct(elf_class, "little").size
 
-    def offset_of(self, field, elf_class):
+    def offset_of(self, field: str, elf_class: int) -> int:
         """Byte offset of a field inside the structure."""
         return self._offsets[elf_class][field]
 
-    def field_size(self, field, elf_class):
+    def field_size(self, field: str, elf_class: int) -> int:
         """Size in bytes of a field."""
         return struct.calcsize("<" + self._codes[elf_class][self._fields[elf_class].index(field)])
 
-    def unpack(self, data, offset, elf_class, endian):
+    def unpack(self, data: Buffer, offset: int, elf_class: int, endian: str) -> Any:
         """The structure at data[offset:] as a named tuple; the caller checks
         the bounds (struct.error if it did not)."""
         return self._types[elf_class]._make(self._struct(elf_class, endian).unpack_from(data, offset))
 
-    def iter_unpack(self, data, elf_class, endian):
+    def iter_unpack(self, data: Buffer, elf_class: int, endian: str) -> Iterator[Any]:
         """Every structure of an array that fills `data` exactly."""
         make = self._types[elf_class]._make
         return (make(row) for row in self._struct(elf_class, endian).iter_unpack(data))
 
-    def pack(self, elf_class, endian, **values):
+    def pack(self, elf_class: int, endian: str, **values: Any) -> bytes:
         """The bytes of one structure; fields not given are 0 (b"" for strings)."""
         return self._struct(elf_class, endian).pack(*self._values(elf_class, values))
 
-    def pack_into(self, buffer, offset, elf_class, endian, **values):
+    def pack_into(self, buffer: bytearray | memoryview, offset: int, elf_class: int, endian: str,
+                  **values: Any) -> None:
         self._struct(elf_class, endian).pack_into(buffer, offset, *self._values(elf_class, values))
 
-    def update_into(self, buffer, offset, elf_class, endian, **values):
+    def update_into(self, buffer: bytearray | memoryview, offset: int, elf_class: int, endian: str,
+                    **values: Any) -> None:
         """Rewrite some fields of the structure at buffer[offset:], keeping the others."""
         old = self.unpack(buffer, offset, elf_class, endian)
         self.pack_into(buffer, offset, elf_class, endian, **old._replace(**values)._asdict())
 
-    def _values(self, elf_class, values):
+    def _values(self, elf_class: int, values: dict[str, Any]) -> list[Any]:
         unknown = set(values) - set(self._fields[elf_class])
         if unknown:
             raise TypeError(f"{self.name} has no field {', '.join(sorted(unknown))}")
@@ -206,8 +218,6 @@ SYM = Layout("Sym", {
 DYN = Layout("Dyn", "d_tag:W d_val:W")
 REL = Layout("Rel", "r_offset:W r_info:W")
 RELA = Layout("Rela", "r_offset:W r_info:W r_addend:w")
-# MIPS64 splits r_info into a symbol and three types, read in the file's byte order.
-MIPS64_REL = Layout("Mips64_Rel", {64: "r_offset:Q r_sym:I r_ssym:B r_type3:B r_type2:B r_type:B"})
 VERDEF = Layout("Verdef", "vd_version:H vd_flags:H vd_ndx:H vd_cnt:H vd_hash:I vd_aux:I vd_next:I")
 VERDAUX = Layout("Verdaux", "vda_name:I vda_next:I")
 NHDR = Layout("Nhdr", "n_namesz:I n_descsz:I n_type:I")

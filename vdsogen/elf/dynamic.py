@@ -5,17 +5,21 @@ the relocations; and the section symbol tables."""
 import struct
 
 from vdsogen.elf.bounds import MAX_ENTRIES, MAX_SYMBOLS, Unreadable
-from vdsogen.elf.consts import (DT, DYN, EM_MIPS, MIPS64_REL, PT_DYNAMIC, REL, RELA, SHT_STRTAB, SYM, VERDAUX,
-                                VERDEF)
+from vdsogen.elf.consts import DT, DYN, PT_DYNAMIC, REL, RELA, SHT_STRTAB, SYM, VERDAUX, VERDEF
+from vdsogen.elf.headers import Headers
 from vdsogen.elf.records import Reloc, Symbol, Verdef
+from vdsogen.isa import for_machine
+from vdsogen.isa.base import gabi_r_info
 
 
-class Dynamic:
+class Dynamic(Headers):
     """A part of ElfImage (reader.py): it reads self.data within self.budget."""
+
+    _dyn_first: dict[int, tuple[int, int]]
 
     # -- dynamic segment (as a loader reads it) -------------------------------
 
-    def _read_dynamic(self):
+    def _read_dynamic(self) -> list[tuple[int, int, int]] | None:
         self._dyn_first = {}
         dyns = self.segments_of_type(PT_DYNAMIC)
         if not dyns:
@@ -35,29 +39,31 @@ class Dynamic:
                 break
         return tags
 
-    def dyn(self, name):
+    def dyn(self, name: str) -> int | None:
         """First value of a dynamic tag, or None."""
         first = self._dyn_first.get(DT[name])
         return None if first is None else first[0]
 
-    def dyn_all(self, name):
+    def dyn_all(self, name: str) -> list[int]:
         return [val for tag, val, _ in self.dynamic or () if tag == DT[name]]
 
-    def dyn_offset(self, name):
+    def dyn_offset(self, name: str) -> int | None:
         """File offset of the first entry with this tag (for `where`)."""
         first = self._dyn_first.get(DT[name])
         return None if first is None else first[1]
 
-    def at_tag(self, name, size=1, addr=None):
+    def at_tag(self, name: str, size: int = 1, addr: int | None = None) -> int:
         """File offset of what dynamic tag `name` points at; Unreadable naming the tag if outside."""
         addr = self.dyn(name) if addr is None else addr
+        if addr is None:
+            raise Unreadable(f"no DT_{name}")
         try:
             return self.offset_of(addr, size)
         except Unreadable:
             raise Unreadable(f"DT_{name} 0x{addr:x} (+0x{size:x} bytes) is not inside a PT_LOAD",
                              self.dyn_offset(name)) from None
 
-    def dynstr(self, offset):
+    def dynstr(self, offset: int) -> str:
         strtab, strsz = self.dyn("STRTAB"), self.dyn("STRSZ")
         if strtab is None:
             raise Unreadable("no DT_STRTAB")
@@ -67,7 +73,7 @@ class Dynamic:
 
     # -- symbols -------------------------------------------------------------
 
-    def _read_symbols(self, name, sh_type):
+    def _read_symbols(self, name: str, sh_type: int) -> list[Symbol]:
         secs = [s for s in self.sections if s.type == sh_type]
         if not secs:
             return []
@@ -97,7 +103,7 @@ class Dynamic:
                               sec.offset + i * entsize))
         return out
 
-    def loader_symbol_count(self):
+    def loader_symbol_count(self) -> int | None:
         """How many .dynsym entries a loader assumes: DT_HASH nchain, else the
         highest index DT_GNU_HASH reaches, plus one."""
         table = self.sysv_hash()
@@ -117,7 +123,7 @@ class Dynamic:
             idx += 1
         raise Unreadable(f"DT_GNU_HASH: the last chain runs past {MAX_SYMBOLS} symbols", t["chain_off"])
 
-    def loader_dynsym(self):
+    def loader_dynsym(self) -> list[Symbol]:
         """The dynamic symbols as a loader reaches them: DT_SYMTAB, DT_STRTAB,
         with the count from the hash tables."""
         symtab = self.dyn("SYMTAB")
@@ -138,7 +144,7 @@ class Dynamic:
                               s.st_other & 3, s.st_shndx, ".dynsym", off))
         return out
 
-    def _loader_dynsym_or_empty(self):
+    def _loader_dynsym_or_empty(self) -> list[Symbol]:
         if self.dynamic is None:
             return []
         try:
@@ -148,23 +154,23 @@ class Dynamic:
 
     # -- versions (as a loader reads them) --------------------------------------
 
-    def versym(self, count):
+    def versym(self, count: int) -> list[int] | None:
         addr = self.dyn("VERSYM")
         if addr is None:
             return None
 
-        def read():
+        def read() -> list[int]:
             off = self.at_tag("VERSYM", 2 * max(count, 1))
             self.charge(count)
             return list(struct.unpack_from(f"{self._e}{count}H", self.data, off))
         return self._cached(("versym", count), read)
 
-    def verdefs(self):
+    def verdefs(self) -> list[Verdef] | None:
         if self.dyn("VERDEF") is None:
             return None
         return list(self._cached("verdefs", self._read_verdefs))
 
-    def _read_verdefs(self):
+    def _read_verdefs(self) -> list[Verdef]:
         declared = self.dyn("VERDEFNUM")
         off = self.at_tag("VERDEF", VERDEF.size(self.elf_class))
         out, seen = [], set()
@@ -188,11 +194,11 @@ class Dynamic:
 
     # -- relocations (as a loader would find them) ---------------------------------
 
-    def dynamic_relocs(self):
+    def dynamic_relocs(self) -> list[Reloc]:
         """Every entry of DT_REL, DT_RELA and DT_JMPREL."""
         return list(self._cached("relocs", self._read_dynamic_relocs))
 
-    def _read_dynamic_relocs(self):
+    def _read_dynamic_relocs(self) -> list[Reloc]:
         out = []
         pltrel = self.dyn("PLTREL")
         for table, addr_tag, size_tag, rela in (("DT_REL", "REL", "RELSZ", False),
@@ -211,11 +217,9 @@ class Dynamic:
                 out.append(self._reloc(table, base + i * entsize))
         return out
 
-    def _reloc(self, table, off):
-        if self.e_machine == EM_MIPS and self.elf_class == 64:
-            r = self.read(MIPS64_REL, off)
-            return Reloc(table, off, r.r_type | r.r_type2 << 8 | r.r_type3 << 16, r.r_sym)
+    def _reloc(self, table: str, off: int) -> Reloc:
         info = self.read(REL, off).r_info
-        if self.elf_class == 32:
-            return Reloc(table, off, info & 0xFF, info >> 8)
-        return Reloc(table, off, info & 0xFFFFFFFF, info >> 32)
+        isa = for_machine(self.e_machine)
+        split = gabi_r_info if isa is None else isa.r_info       # MIPS64 splits it its own way
+        rtype, sym = split(info, self.elf_class, self.endian)
+        return Reloc(table, off, rtype, sym)

@@ -2,38 +2,52 @@
 DT_GNU_HASH, read once, each chain walked once, and lookups through them."""
 
 import struct
+from typing import Any, Sequence
 
 from vdsogen.elf.bounds import MAX_ENTRIES, MAX_SYMBOLS, Unreadable
-from vdsogen.elf.consts import EM_S390, GNU_HASH, SHT_HASH, SYSV_HASH, elf_hash, gnu_hash
+from vdsogen.elf.consts import GNU_HASH, SHT_HASH, SYSV_HASH, elf_hash, gnu_hash
+from vdsogen.elf.headers import Headers
+from vdsogen.elf.records import Symbol
+from vdsogen.isa import for_machine
+
+SysvHash = tuple[int, int, tuple[int, ...], tuple[int, ...]]      # nbucket, nchain, buckets, chains
 
 
-class Hashes:
+class Hashes(Headers):
     """A part of ElfImage (reader.py): it reads self.data within self.budget."""
 
     # -- hash tables -------------------------------------------------------
 
-    def elf_hash(self, name):
+    def elf_hash(self, name: str | bytes) -> int:
         """elf_hash(name), charged by its length: a name can be 4 KiB long."""
         self.charge(len(name) >> 5)
         return elf_hash(name)
 
-    def gnu_hash(self, name):
+    def gnu_hash(self, name: str | bytes) -> int:
         self.charge(len(name) >> 5)
         return gnu_hash(name)
 
     @property
-    def hash_word(self):
-        """.hash word size consumers use: 8 on s390x (64-bit s390), 4 everywhere else."""
-        return 8 if self.e_machine == EM_S390 and self.elf_class == 64 else 4
+    def hash_word(self) -> int:
+        """.hash word size consumers use, the ISA's: 8 on s390x (64-bit s390), 4 everywhere else."""
+        isa = for_machine(self.e_machine)
+        return 4 if isa is None else isa.hash_word(self.elf_class)
 
-    def sysv_hash(self, word=None):
+    def sysv_hash(self, word: int | None = None) -> SysvHash | None:
         """(nbucket, nchain, buckets, chains) of DT_HASH, or None."""
         if self.dyn("HASH") is None:
             return None
-        word = word or self.hash_word
-        return self._cached(("sysv", word), lambda: self._read_sysv_hash(word))
+        size = word or self.hash_word
+        return self._cached(("sysv", size), lambda: self._read_sysv_hash(size))
 
-    def _read_sysv_hash(self, word):
+    def _sysv_table(self, word: int | None) -> SysvHash:
+        """sysv_hash(word), where the caller knows there is a DT_HASH."""
+        table = self.sysv_hash(word)
+        if table is None:
+            raise Unreadable("no DT_HASH")
+        return table
+
+    def _read_sysv_hash(self, word: int) -> SysvHash:
         w = "I" if word == 4 else "Q"
         off = self.at_tag("HASH", 2 * word)
         nbucket, nchain = self.read(SYSV_HASH[word], off)
@@ -44,7 +58,7 @@ class Hashes:
         words = struct.unpack_from(f"{self._e}{nbucket + nchain}{w}", self.data, off + 2 * word)
         return nbucket, nchain, words[:nbucket], words[nbucket:]
 
-    def sysv_hash_word_in_file(self):
+    def sysv_hash_word_in_file(self) -> int | None:
         """The .hash word size the file was written with (4 or 8), or None.
 
         The section's sh_entsize says it when there is one; otherwise the
@@ -57,7 +71,7 @@ class Hashes:
         plausible = []
         for word in (4, 8):
             try:
-                nbucket, nchain, _b, _c = self.sysv_hash(word)
+                nbucket, nchain, _b, _c = self._sysv_table(word)
             except Unreadable:
                 continue
             if nbucket and (not self.dynsym or nchain == len(self.dynsym)):
@@ -66,13 +80,16 @@ class Hashes:
             return plausible[0]
         return self.hash_word
 
-    def _sysv_index(self, word):
+    def _sysv_index(self, word: int) -> tuple[list[tuple[int, str]], dict[str, int], bool]:
         """Walk every DT_HASH chain once, against .dynsym: (problems, found,
         merged).  found maps each name to the index a lookup of it returns
         when no chains merge; a loop makes the image unusable."""
-        nbucket, nchain, buckets, chains = self.sysv_hash(word)
+        nbucket, nchain, buckets, chains = self._sysv_table(word)
         names = [s.name for s in self.dynsym]
-        problems, seen, found, merged = [], set(), {}, False
+        problems: list[tuple[int, str]] = []
+        seen: set[int] = set()
+        found: dict[str, int] = {}
+        merged = False
         self.charge(nbucket // 16)                  # an empty bucket costs little
         for b, idx in enumerate(buckets):
             walk = set()
@@ -82,8 +99,7 @@ class Hashes:
                     problems.append((b, f"the chain of bucket {b} reaches index {idx}, past nchain {nchain}"))
                     break
                 if idx in walk:
-                    raise Unreadable(f"DT_HASH: the chain of bucket {b} loops at index {idx}",
-                                     self.offset_of(self.dyn("HASH")))
+                    raise Unreadable(f"DT_HASH: the chain of bucket {b} loops at index {idx}", self.at_tag("HASH"))
                 if idx in seen:
                     problems.append((b, f"the chain of bucket {b} joins another chain at index {idx}"))
                     merged = True
@@ -95,25 +111,25 @@ class Hashes:
                 idx = chains[idx]
         return problems, found, merged
 
-    def sysv_chain_problems(self, word=None):
+    def sysv_chain_problems(self, word: int | None = None) -> list[tuple[int, str]]:
         """Walk every DT_HASH chain once: a loop makes the image unusable
         (Unreadable); an index past nchain or chains that merge are returned
         as (bucket, message)."""
         if self.sysv_hash(word) is None:
             return []
-        word = word or self.hash_word
-        return list(self._cached(("sysv-index", word), lambda: self._sysv_index(word))[0])
+        size = word or self.hash_word
+        return list(self._cached(("sysv-index", size), lambda: self._sysv_index(size))[0])
 
-    def sysv_lookup(self, name, symbols, word=None):
+    def sysv_lookup(self, name: str, symbols: Sequence[Symbol], word: int | None = None) -> int | None:
         table = self.sysv_hash(word)
         if table is None:
             return None
         nbucket, nchain, buckets, chains = table
         if nbucket == 0:
             return None
-        word = word or self.hash_word
+        size = word or self.hash_word
         if symbols is self.dynsym:
-            _problems, found, merged = self._cached(("sysv-index", word), lambda: self._sysv_index(word))
+            _problems, found, merged = self._cached(("sysv-index", size), lambda: self._sysv_index(size))
             if not merged:
                 return found.get(name)
         idx = buckets[self.elf_hash(name) % nbucket]
@@ -126,12 +142,12 @@ class Hashes:
             idx = chains[idx]
         raise Unreadable(f"DT_HASH chain for {name!r} loops")
 
-    def gnu_hash_table(self):
+    def gnu_hash_table(self) -> dict[str, Any] | None:
         if self.dyn("GNU_HASH") is None:
             return None
         return self._cached("gnu", self._read_gnu_hash)
 
-    def _read_gnu_hash(self):
+    def _read_gnu_hash(self) -> dict[str, Any]:
         header = GNU_HASH.size(self.elf_class)
         off = self.at_tag("GNU_HASH", header)
         nbuckets, symoffset, bloom_size, bloom_shift = self.read(GNU_HASH, off)
@@ -148,12 +164,14 @@ class Hashes:
                 "bloom_size": bloom_size, "bloom": bloom, "buckets": buckets, "offset": off,
                 "chain_off": buckets_off + 4 * nbuckets}
 
-    def _gnu_chain(self, start):
+    def _gnu_chain(self, start: int) -> tuple[dict[str, int], Unreadable | str | None]:
         """Walk the DT_GNU_HASH chain from index `start` once, against .dynsym:
         {name: first index whose chain hash and name match}, and what ended
         the walk if not its end marker (an Unreadable, or "never ends")."""
         t = self.gnu_hash_table()
-        found = {}
+        found: dict[str, int] = {}
+        if t is None:
+            return found, None
         idx = start
         try:
             for _ in range(MAX_SYMBOLS + 1):
@@ -170,13 +188,13 @@ class Hashes:
         except Unreadable as err:
             return found, err
 
-    def _gnu_hash_of(self, index):
+    def _gnu_hash_of(self, index: int) -> int:
         hashes = self._cache.setdefault("gnu-hashes", {})
         if index not in hashes:
             hashes[index] = self.gnu_hash(self.dynsym[index].name)
         return hashes[index]
 
-    def gnu_lookup(self, name, symbols):
+    def gnu_lookup(self, name: str, symbols: Sequence[Symbol]) -> int | None:
         t = self.gnu_hash_table()
         if t is None or t["nbuckets"] == 0:
             return None

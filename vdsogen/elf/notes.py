@@ -2,20 +2,22 @@
 
 from vdsogen.elf.bounds import MAX_NAME, MAX_NOTES
 from vdsogen.elf.consts import NHDR, NT_GNU_PROPERTY_TYPE_0, PT_NOTE
-from vdsogen.elf.records import Note
+from vdsogen.elf.headers import Headers
+from vdsogen.elf.records import Note, Segment
 
 
-class Notes:
+class Notes(Headers):
     """A part of ElfImage (reader.py): it reads self.data within self.budget."""
 
     # -- notes -------------------------------------------------------------
 
-    def _read_notes(self):
+    def _read_notes(self) -> list[Note]:
         """Walk every PT_NOTE with 4-byte alignment, as vDSO consumers do.
 
         A note that does not parse ends the walk of its segment and is kept
         in `note_problems` for the rules."""
-        notes, header = [], NHDR.size(self.elf_class)
+        notes: list[Note] = []
+        header = NHDR.size(self.elf_class)
         for seg in self.segments_of_type(PT_NOTE):
             off, end = seg.offset, seg.offset + seg.filesz
             if end > len(self.data):
@@ -41,8 +43,8 @@ class Notes:
                                                     f"0x{nxt - end:x} bytes past its PT_NOTE, which ends at 0x{end:x}"))
                     break
                 # Names longer than MAX_NAME are kept cut short: no reader knows one.
-                name = bytes(self.view[name_off:name_off + min(namesz, MAX_NAME)]).rstrip(b"\0")
-                name = name.decode("utf-8", "replace")
+                raw = bytes(self.view[name_off:name_off + min(namesz, MAX_NAME)]).rstrip(b"\0")
+                name = raw.decode("utf-8", "replace")
                 if namesz and self.data[name_off + namesz - 1] != 0:
                     self.note_problems.append((off, f"note {index} at 0x{off:x}: name {name[:64]!r} is not "
                                                     "NUL-terminated"))
@@ -53,12 +55,12 @@ class Notes:
         return notes
 
 
-    def scan_notes(self):
+    def scan_notes(self) -> list[tuple[int, str, int, bytes]]:
         """Notes found by looking at every 4-byte-aligned offset of each PT_NOTE
         rather than walking: (offset, name, type, desc) of each Linux version
         note ("Linux", 0, 4 bytes) and GNU property note ("GNU", 5).  They tell
         what a walk that stopped early did not reach, and why it stopped."""
-        out = []
+        out: list[tuple[int, str, int, bytes]] = []
         want = {(6, b"Linux\0", 0), (4, b"GNU\0", NT_GNU_PROPERTY_TYPE_0)}
         header = NHDR.size(self.elf_class)
         for seg in self.segments_of_type(PT_NOTE):
@@ -74,13 +76,13 @@ class Notes:
                     out.append((off, name.rstrip(b"\0").decode(), ntype, bytes(self.view[desc_off:desc_off + descsz])))
         return out
 
-    def walk_aligned(self, seg, align):
+    def walk_aligned(self, seg: Segment, align: int) -> tuple[list[tuple[int, str, int]], int | None]:
         """The notes a walk with `align`-byte padding reads in one PT_NOTE, as
         readelf walks a segment by its p_align: ([(offset, name, type)], the
         offset where it stops, or None when it reads to the end)."""
         header = NHDR.size(self.elf_class)
         off, end = seg.offset, min(seg.offset + seg.filesz, len(self.data))
-        out = []
+        out: list[tuple[int, str, int]] = []
         while off < end and len(out) < MAX_NOTES:
             self.charge()
             if off + header > end:
@@ -97,7 +99,7 @@ class Notes:
             off = nxt
         return out, None
 
-    def _note_label(self, name_off, namesz, end):
+    def _note_label(self, name_off: int, namesz: int, end: int) -> str:
         """"name 'GNU', " when the name lies inside the segment, else ""."""
         if 0 < namesz <= 64 and name_off + namesz <= end:
             name = bytes(self.view[name_off:name_off + namesz]).rstrip(b"\0").decode("utf-8", "replace")
@@ -105,9 +107,9 @@ class Notes:
         return ""
 
 
-def _align4(n):
+def _align4(n: int) -> int:
     return (n + 3) & ~3
 
 
-def _align(n, align):
+def _align(n: int, align: int) -> int:
     return (n + align - 1) // align * align

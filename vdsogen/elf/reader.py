@@ -30,13 +30,14 @@ relocations), hashes.py and notes.py; bounds.py holds the caps and the
 budget, records.py what is read, consts.py the ELF numbers and layouts.
 """
 
+from pathlib import Path
+
 from vdsogen.elf.bounds import (MAX_IMAGE, PARSE_ERRORS, WORK_BUDGET, Budget, TooComplex, Unreadable,
                                 read_image_file)
 from vdsogen.elf.consts import (EI_CLASS, EI_DATA, EI_NIDENT, EI_OSABI, ELFCLASS32, ELFCLASS64, ELFDATA2LSB,
                                 ELFDATA2MSB, SHT_DYNSYM, SHT_SYMTAB, SYM)
 from vdsogen.elf.dynamic import Dynamic
 from vdsogen.elf.hashes import Hashes
-from vdsogen.elf.headers import Headers
 from vdsogen.elf.notes import Notes
 from vdsogen.errors import ImageError
 
@@ -44,10 +45,11 @@ from vdsogen.errors import ImageError
 __all__ = ["ElfImage", "Unreadable", "TooComplex", "Budget", "WORK_BUDGET", "read_image_file"]
 
 
-class ElfImage(Headers, Dynamic, Hashes, Notes):
+class ElfImage(Dynamic, Hashes, Notes):
     """Everything the rules look at, read once, eagerly and within bounds."""
 
-    def __init__(self, path, data=None, budget=None):
+    def __init__(self, path: str | Path, data: bytes | bytearray | memoryview | None = None,
+                 budget: Budget | None = None) -> None:
         self.path = str(path)
         self.budget = budget or Budget(path)
         self.charge = self.budget.charge

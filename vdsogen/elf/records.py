@@ -17,7 +17,7 @@ class Segment:
     align: int
     hdr_offset: int    # where this phdr sits in the file
 
-    def contains(self, vaddr, size=1):
+    def contains(self, vaddr: int, size: int = 1) -> bool:
         return self.vaddr <= vaddr and vaddr + size <= self.vaddr + self.filesz
 
 
@@ -50,7 +50,7 @@ class Symbol:
     offset: int = 0    # file offset of the entry
 
     @property
-    def defined(self):
+    def defined(self) -> bool:
         return self.shndx != SHN_UNDEF
 
 

@@ -3,8 +3,9 @@
 import struct
 
 from vdsogen.elf import decode
-from vdsogen.elf.consts import (EM_AARCH64, EM_ARM, EM_PPC, EM_PPC64, PF_X, SHF_EXECINSTR, SHT_NOBITS, STB_LOCAL,
-                                STT_FUNC, STT_NOTYPE)
+from vdsogen.elf.consts import (EM_AARCH64, EM_PPC, EM_PPC64, PF_X, SHF_EXECINSTR, SHT_NOBITS, STB_LOCAL, STT_FUNC,
+                                STT_NOTYPE)
+from vdsogen.isa.arm64 import arm64_writes_x18
 from vdsogen.audit.rules import rule
 
 BCL_20_31_NEXT = 0x429F0005   # bcl 20,31,.+4
@@ -84,9 +85,7 @@ def entry_points(img, regions):
             continue
         if s.type != STT_FUNC and not (s.type == STT_NOTYPE and s.table == ".dynsym" and s.bind != STB_LOCAL):
             continue
-        addr, mode = s.value, None
-        if img.e_machine == EM_ARM:
-            addr, mode = s.value & ~1, "thumb" if s.value & 1 else "arm"
+        addr, mode = decode.entry(img, s.value)          # ARM: an odd value is a Thumb entry
         if addr in regions:
             out.add((addr, mode))
     return sorted(out, key=lambda e: (e[0], e[1] or ""))
@@ -141,7 +140,7 @@ def arm64_x18(ctx):
     yield from capped((_where(regions, img, addr), f"instruction 0x{int.from_bytes(raw, 'little'):08x} at 0x{addr:x} "
                                                    f"writes x18")
                       for addr, insn, raw in insns
-                      if len(raw) == 4 and decode.arm64_writes_x18(int.from_bytes(raw, "little")))
+                      if len(raw) == 4 and arm64_writes_x18(int.from_bytes(raw, "little")))
 
 
 # X-form (primary opcode 31) extended opcodes whose destination is RA, not

@@ -1,0 +1,159 @@
+"""32-bit ARM (EM_ARM): A32 and Thumb-2, mixed in one image.
+
+An entry whose symbol value is odd is Thumb; the walk follows the
+instruction set through BLX (Insn.mode), returning to the caller's.
+
+Decoding: A32 b, bl and blx (to Thumb), bx and pop {..., pc} end the flow,
+as udf does; Thumb b, b<cond>, cbz/cbnz, b.w, b<cond>.w, bl and blx (to
+A32), bx, pop {pc}, pop.w {..., pc} and udf; an IT is a conditional jump
+past the instructions it makes conditional (they may all be skipped).
+Hot path: the counter read is mrrc p15 of CNTVCT or CNTPCT (opc1 1 or 0,
+c14), the syscall svc (swi), the returns A32 bx lr, mov pc, lr, pop (ldmia
+sp!) of a list with pc and ldr pc, [sp], #4, conditional too; Thumb bx lr,
+mov pc, lr, pop {..., pc}, pop.w {..., pc} and ldr.w pc, [sp], #4.  The
+instructions of an IT block count whether their condition holds or not, as
+the conditional A32 ones do.
+
+ELF: BE-8 images (EF_ARM_BE8) keep their code little-endian.
+"""
+
+from vdsogen.isa.base import CALL, CJUMP, COUNTER, CRETURN, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, ByteOrder, \
+    Classify, Code, Decode, Image, Insn, Isa, sext
+
+EM_ARM = 40
+EF_ARM_ABI_FLOAT_SOFT = 0x00000200
+EF_ARM_BE8 = 0x00800000
+
+
+def arm_insn(word: int, addr: int) -> Insn:
+    cond = word >> 28
+    if (word >> 25) & 7 == 5:
+        off = sext(word & 0xFFFFFF, 24) * 4
+        if cond == 15:                                # blx imm: to Thumb
+            return Insn(4, CALL, addr + 8 + off + ((word >> 23) & 2), "thumb")
+        kind = CALL if word & 0x01000000 else (JUMP if cond == 14 else CJUMP)
+        return Insn(4, kind, addr + 8 + off)
+    if word & 0x0FFFFFF0 == 0x012FFF10 and cond == 14:   # bx rm
+        return Insn(4, STOP)
+    if word & 0x0FFF8000 == 0x08BD8000 and cond == 14:   # pop {..., pc}
+        return Insn(4, STOP)
+    if word & 0xFFF000F0 == 0xE7F000F0:               # udf
+        return Insn(4, STOP)
+    return Insn(4, SEQ)
+
+
+def thumb_insn(code: Code, i: int, addr: int, little: bool) -> Insn | None:
+    order: ByteOrder = "little" if little else "big"
+    h1 = int.from_bytes(code[i:i + 2], order)
+    if h1 >> 11 in (0x1D, 0x1E, 0x1F):
+        if len(code) < i + 4:
+            return None
+        h2 = int.from_bytes(code[i + 2:i + 4], order)
+        if h1 >> 11 == 0x1E and h2 & 0x8000:
+            s = (h1 >> 10) & 1
+            j1, j2 = (h2 >> 13) & 1, (h2 >> 11) & 1
+            if h2 & 0x1000 or h2 & 0x4000:            # b.w (T4), bl, blx
+                i1, i2 = 1 ^ j1 ^ s, 1 ^ j2 ^ s
+                off = sext((s << 24) | (i1 << 23) | (i2 << 22) | ((h1 & 0x3FF) << 12) | ((h2 & 0x7FF) << 1), 25)
+                if h2 & 0x4000:
+                    if h2 & 0x1000:
+                        return Insn(4, CALL, addr + 4 + off)
+                    return Insn(4, CALL, (addr + 4 + off) & ~3, "arm")
+                return Insn(4, JUMP, addr + 4 + off)
+            if (h1 >> 6) & 0xE == 0xE:                # cond 111x: hints, barriers, msr/mrs
+                return Insn(4, SEQ)
+            off = sext((s << 20) | (j2 << 19) | (j1 << 18) | ((h1 & 0x3F) << 12) | ((h2 & 0x7FF) << 1), 21)
+            return Insn(4, CJUMP, addr + 4 + off)       # b<cond>.w (T3)
+        if h1 == 0xE8BD and h2 & 0x8000:              # pop.w {..., pc}
+            return Insn(4, STOP)
+        return Insn(4, SEQ)
+    if h1 >> 8 == 0xBF and h1 & 0xF:                  # it: the next 1 to 4 instructions are conditional,
+        end = i + 2                                   # so the flow may go on after all of them
+        for _ in range(5 - (h1 & -h1 & 0xF).bit_length()):
+            end += 4 if int.from_bytes(code[end:end + 2], order) >> 11 in (0x1D, 0x1E, 0x1F) else 2
+        return Insn(2, CJUMP, addr + end - i)
+    if h1 >> 12 == 0xD and (h1 >> 8) & 15 < 14:      # b<cond> (T1)
+        return Insn(2, CJUMP, addr + 4 + sext(h1 & 0xFF, 8) * 2)
+    if h1 >> 11 == 0x1C:                              # b (T2)
+        return Insn(2, JUMP, addr + 4 + sext(h1 & 0x7FF, 11) * 2)
+    if h1 & 0xF500 == 0xB100:                         # cbz, cbnz
+        return Insn(2, CJUMP, addr + 4 + ((((h1 >> 9) & 1) << 6) | ((h1 >> 3) & 0x1F) << 1))
+    if h1 & 0xFF87 == 0x4700 or h1 & 0xFF00 == 0xBD00 or h1 >> 8 == 0xDE:   # bx, pop {pc}, udf
+        return Insn(2, STOP)
+    return Insn(2, SEQ)
+
+
+def arm_class(word: int) -> str:
+    """The hot-path class of an A32 instruction word."""
+    cond = word >> 28
+    if cond == 15:                                          # the unconditional space: mrrc2, blx imm, ...
+        return OTHER
+    if word & 0x0FF00FFF in (0x0C500F1E, 0x0C500F0E):       # mrrc p15, 1, rt, rt2, c14 (CNTVCT); opc1 0: CNTPCT
+        return COUNTER
+    if word & 0x0F000000 == 0x0F000000:                     # svc (swi) #imm24
+        return SYSCALL
+    if (word & 0x0FFFFFFF in (0x012FFF1E, 0x01A0F00E, 0x049DF004)   # bx lr; mov pc, lr; ldr pc, [sp], #4
+            or word & 0x0FFF8000 == 0x08BD8000):            # pop (ldmia sp!) {..., pc}
+        return RETURN if cond == 14 else CRETURN
+    return OTHER
+
+
+def thumb_class(raw: bytes, order: ByteOrder) -> str:
+    """The hot-path class of a Thumb instruction: one halfword, or two (the first the high one)."""
+    h1 = int.from_bytes(raw[:2], order)
+    if len(raw) < 4:
+        if h1 >> 8 == 0xDF:                                 # svc #imm8
+            return SYSCALL
+        if h1 in (0x4770, 0x46F7) or h1 >> 8 == 0xBD:       # bx lr; mov pc, lr; pop {..., pc}
+            return RETURN
+        return OTHER
+    h2 = int.from_bytes(raw[2:4], order)
+    if h1 & 0xFFF0 == 0xEC50 and h2 & 0x0FFF in (0x0F1E, 0x0F0E):   # mrrc p15, 1 (or 0), rt, rt2, c14
+        return COUNTER
+    if (h1 == 0xE8BD and h2 & 0x8000) or (h1, h2) == (0xF85D, 0xFB04):   # pop.w {..., pc}; ldr.w pc, [sp], #4
+        return RETURN
+    return OTHER
+
+
+def it_size(raw: bytes, order: ByteOrder) -> int:
+    """How many instructions a Thumb IT makes conditional (0 for any other instruction)."""
+    h1 = int.from_bytes(raw[:2], order)
+    if len(raw) != 2 or h1 >> 8 != 0xBF or not h1 & 0xF:
+        return 0
+    return 5 - (h1 & -h1 & 0xF).bit_length()
+
+
+def _decoder(img: Image) -> Decode:
+    little = img.code_endian != "big"
+    order: ByteOrder = "little" if little else "big"
+
+    def decode(code: Code, i: int, addr: int, mode: str | None) -> Insn | None:
+        if mode == "thumb":
+            return thumb_insn(code, i, addr, little) if i + 2 <= len(code) else None
+        if i + 4 > len(code):
+            return None
+        return arm_insn(int.from_bytes(code[i:i + 4], order), addr)
+    return decode
+
+
+def _classifier(img: Image) -> Classify:
+    order: ByteOrder = "big" if img.code_endian == "big" else "little"
+    return lambda raw, mode=None: (thumb_class(raw, order) if mode == "thumb"
+                                   else arm_class(int.from_bytes(raw[:4], order)))
+
+
+def _code_endian(e_flags: int, endian: ByteOrder) -> ByteOrder:
+    return "little" if e_flags & EF_ARM_BE8 else endian
+
+
+def _entry(value: int) -> tuple[int, str | None]:
+    return value & ~1, "thumb" if value & 1 else "arm"
+
+
+def _it_skips(raw: bytes, mode: str | None, order: ByteOrder) -> int:
+    """Past a Thumb IT block its instructions still ran, as no-ops (as an A32 one whose condition fails)."""
+    return it_size(raw, order) if mode == "thumb" else 0
+
+
+ISA = Isa("arm", {EM_ARM: "EM_ARM"}, _decoder, _classifier, code_endian=_code_endian, entry=_entry,
+          cjump_skips=_it_skips)

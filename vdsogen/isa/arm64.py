@@ -1,0 +1,93 @@
+"""arm64 (EM_AARCH64): A64, whose instructions are little-endian words in
+either byte order of data.
+
+Decoding: B, BL, B.cond, CBZ/CBNZ, TBZ/TBNZ; RET and BR end the flow, as
+UDF and BRK do.  Hot path: the counter read is mrs of cntvct_el0 or
+cntvctss_el0, the syscall svc, the returns ret, retaa and retab.  The audit
+rule K003 asks arm64_writes_x18 about every instruction reached.
+"""
+
+from vdsogen.isa.base import ByteOrder, CALL, CJUMP, COUNTER, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, Classify, \
+    Decode, Image, Insn, Isa, fixed_width, sext, word_classifier
+
+EM_AARCH64 = 183
+
+
+def arm64_insn(word: int, addr: int) -> Insn:
+    if word & 0x7C000000 == 0x14000000:               # B, BL
+        return Insn(4, CALL if word >> 31 else JUMP, addr + sext(word, 26) * 4)
+    if word & 0xFF000010 == 0x54000000:               # B.cond
+        return Insn(4, CJUMP, addr + sext(word >> 5, 19) * 4)
+    if word & 0x7E000000 == 0x34000000:               # CBZ, CBNZ
+        return Insn(4, CJUMP, addr + sext(word >> 5, 19) * 4)
+    if word & 0x7E000000 == 0x36000000:               # TBZ, TBNZ
+        return Insn(4, CJUMP, addr + sext(word >> 5, 14) * 4)
+    if word & 0xFFFFFC1F in (0xD65F0000, 0xD61F0000):  # RET, BR
+        return Insn(4, STOP)
+    if word & 0xFFFF0000 == 0 or word & 0xFFE0001F == 0xD4200000:   # UDF, BRK
+        return Insn(4, STOP)
+    return Insn(4, SEQ)
+
+
+def arm64_class(word: int) -> str:
+    """The hot-path class of one instruction word."""
+    if word & 0xFFFFFFE0 in (0xD53BE040, 0xD53BE0C0):       # mrs xt, cntvct_el0 / cntvctss_el0
+        return COUNTER
+    if word & 0xFFE0001F == 0xD4000001:                     # svc #imm
+        return SYSCALL
+    if word & 0xFFFFFC1F == 0xD65F0000 or word in (0xD65F0BFF, 0xD65F0FFF):   # ret, retaa, retab
+        return RETURN
+    return OTHER
+
+
+def arm64_writes_x18(word: int) -> bool:
+    """Whether an A64 instruction writes x18 (or w18)."""
+    def rd(shift: int = 0) -> bool:
+        return (word >> shift) & 31 == 18
+    op0 = (word >> 25) & 0xF
+    if op0 in (0x8, 0x9):                             # data processing, immediate
+        return rd()
+    if op0 in (0x5, 0xD):                             # data processing, register
+        return rd()
+    if word & 0xFFF00000 == 0xD5300000 or word & 0xFFF80000 == 0xD5280000:   # mrs, sysl
+        return rd()
+    if op0 & 0x5 == 0x4:                              # loads and stores
+        vector = word >> 26 & 1
+        if word & 0x3B000000 == 0x18000000:           # load literal
+            return bool(not vector and (word >> 30) != 3 and rd())
+        if word & 0x3F000000 == 0x08000000:           # exclusives
+            if word >> 22 & 1:
+                return bool(rd() or (word >> 21 & 1 and rd(10)))
+            return bool(not word >> 23 & 1 and rd(16))
+        if word & 0x3A000000 == 0x28000000:           # pairs
+            writeback = (word >> 23) & 3 in (1, 3)
+            load = word >> 22 & 1
+            return bool((writeback and rd(5)) or (load and not vector and (rd() or rd(10))))
+        if word & 0x38000000 == 0x38000000:           # single register
+            size, opc = word >> 30, (word >> 22) & 3
+            if not word >> 24 & 1 and word >> 21 & 1 and (word >> 10) & 3 == 0:
+                return bool(not vector and rd())      # atomics (ldadd, swp, ...)
+            writeback = not word >> 24 & 1 and not word >> 21 & 1 and (word >> 10) & 3 in (1, 3)
+            load = opc != 0 and not (size == 3 and opc == 2 and not vector)
+            return bool((writeback and rd(5)) or (load and not vector and rd()))
+        return False
+    if word & 0x5F20FC00 == 0x1E200000 and (word >> 16) & 7 in (0, 1, 4, 5, 6):   # fp -> general
+        return rd()
+    if word & 0xBFE0FC00 in (0x0E003C00, 0x0E002C00):                          # umov, smov
+        return rd()
+    return False
+
+
+def _decoder(img: Image) -> Decode:
+    return fixed_width(arm64_insn, img.code_endian)
+
+
+def _classifier(img: Image) -> Classify:
+    return word_classifier(arm64_class, img.code_endian)
+
+
+def _code_endian(e_flags: int, endian: ByteOrder) -> ByteOrder:
+    return "little"                                   # A64 code is little-endian in big-endian images too
+
+
+ISA = Isa("arm64", {EM_AARCH64: "EM_AARCH64"}, _decoder, _classifier, code_endian=_code_endian)

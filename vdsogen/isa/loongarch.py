@@ -1,0 +1,54 @@
+"""LoongArch (EM_LOONGARCH): LA64, little-endian words.
+
+Decoding: b, bl, beqz, bnez, bceqz, bcnez and the two-register branches;
+jirl without a link, break and the LBT jiscr0/jiscr1 (jumps through a
+scratch register) end the flow.  Hot path: the counter reads are rdtime.d,
+rdtimel.w and rdtimeh.w (not into $zero: that one wants only the counter
+ID, getcpu's CPU), the syscall syscall, the return jirl $zero, $ra, 0.
+"""
+
+from vdsogen.isa.base import CALL, CJUMP, COUNTER, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, Classify, Decode, \
+    Image, Insn, Isa, fixed_width, sext, word_classifier
+
+EM_LOONGARCH = 258          # pyelftools 0.29 has no name for it
+
+
+def loongarch_insn(word: int, addr: int) -> Insn:
+    op = word >> 26
+    if op == 0x12 and (word >> 8) & 3 >= 2:           # jiscr0, jiscr1 (LBT): to a scratch register + offs21
+        return Insn(4, STOP)
+    if op in (0x10, 0x11, 0x12):                      # beqz, bnez, bceqz/bcnez: offs21
+        off = ((word >> 10) & 0xFFFF) | ((word & 31) << 16)
+        return Insn(4, CJUMP, addr + sext(off, 21) * 4)
+    if op in (0x14, 0x15):                            # b, bl: offs26
+        off = ((word >> 10) & 0xFFFF) | ((word & 0x3FF) << 16)
+        return Insn(4, CALL if op == 0x15 else JUMP, addr + sext(off, 26) * 4)
+    if 0x16 <= op <= 0x1B:                            # beq ... bgeu: offs16
+        return Insn(4, CJUMP, addr + sext(word >> 10, 16) * 4)
+    if op == 0x13:                                    # jirl
+        return Insn(4, SEQ if word & 31 else STOP)
+    if word >> 15 == 0x54:                            # break
+        return Insn(4, STOP)
+    return Insn(4, SEQ)
+
+
+def loongarch_class(word: int) -> str:
+    """The hot-path class of one instruction word."""
+    if (word & 0xFFFFF800 == 0x00006000 or word & 0xFFFFFC00 == 0x00006800) and word & 31:
+        return COUNTER          # rdtimel.w, rdtimeh.w, rdtime.d; into $zero only the counter ID is wanted (getcpu)
+    if word >> 15 == 0x56:                                  # syscall code
+        return SYSCALL
+    if word == 0x4C000020:                                  # jirl $zero, $ra, 0 (jr $ra)
+        return RETURN
+    return OTHER
+
+
+def _decoder(img: Image) -> Decode:
+    return fixed_width(loongarch_insn, img.code_endian)
+
+
+def _classifier(img: Image) -> Classify:
+    return word_classifier(loongarch_class, img.code_endian)
+
+
+ISA = Isa("loongarch", {EM_LOONGARCH: "EM_LOONGARCH"}, _decoder, _classifier)

@@ -1,0 +1,78 @@
+"""RISC-V (EM_RISCV): RV64 with the compressed (C) extension.
+
+Decoding: jal, the branches, c.j, c.beqz and c.bnez; jalr and c.jr without
+a link end the flow, as c.unimp (a zero halfword, padding) does.  Hot path:
+the counter read is csrr of time or timeh (rdtime: csrrs/csrrc rd, 0xc01
+or 0xc81, x0 and the immediate forms with 0), the syscall ecall, the
+returns ret (jalr x0, 0(ra)) and c.jr ra, and the same through t0, the
+alternate link register (after sspopchk t0).  RISC-V code is little-endian.
+"""
+
+from vdsogen.isa.base import CALL, CJUMP, COUNTER, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, Classify, Code, \
+    Decode, Image, Insn, Isa, sext
+
+EM_RISCV = 243
+
+
+def riscv_insn(code: Code, i: int, addr: int) -> Insn:
+    half = int.from_bytes(code[i:i + 2], "little")
+    if half == 0:
+        return Insn(2, STOP)                          # c.unimp / padding
+    if half & 3 != 3:
+        quadrant, funct3 = half & 3, half >> 13
+        if quadrant == 1 and funct3 in (5, 6, 7):
+            if funct3 == 5:                           # c.j
+                imm = ((half >> 1) & 0x800) | ((half << 2) & 0x400) | ((half >> 1) & 0x300) | \
+                      ((half << 1) & 0x80) | ((half >> 1) & 0x40) | ((half << 3) & 0x20) | \
+                      ((half >> 7) & 0x10) | ((half >> 2) & 0xE)
+                return Insn(2, JUMP, addr + sext(imm, 12))
+            imm = ((half >> 4) & 0x100) | ((half << 1) & 0xC0) | ((half << 3) & 0x20) | \
+                  ((half >> 7) & 0x18) | ((half >> 2) & 0x6)
+            return Insn(2, CJUMP, addr + sext(imm, 9))   # c.beqz, c.bnez
+        if quadrant == 2 and funct3 == 4 and (half >> 2) & 31 == 0 and (half >> 7) & 31:
+            return Insn(2, SEQ if half & 0x1000 else STOP)    # c.jalr / c.jr
+        return Insn(2, SEQ)
+    word = int.from_bytes(code[i:i + 4], "little")
+    opcode, rd = word & 0x7F, (word >> 7) & 31
+    if opcode == 0x6F:                                # jal
+        imm = ((word >> 11) & 0x100000) | (word & 0xFF000) | ((word >> 9) & 0x800) | ((word >> 20) & 0x7FE)
+        return Insn(4, CALL if rd else JUMP, addr + sext(imm, 21))
+    if opcode == 0x63:                                # branches
+        imm = ((word >> 19) & 0x1000) | ((word << 4) & 0x800) | ((word >> 20) & 0x7E0) | ((word >> 7) & 0x1E)
+        return Insn(4, CJUMP, addr + sext(imm, 13))
+    if opcode == 0x67:                                # jalr
+        return Insn(4, SEQ if rd else STOP)
+    return Insn(4, SEQ)
+
+
+def riscv_class(raw: bytes) -> str:
+    """The hot-path class of one instruction (2 or 4 bytes)."""
+    if len(raw) == 2:                                       # c.jr ra; c.jr t0 (the alternate link register,
+        return RETURN if int.from_bytes(raw, "little") in (0x8082, 0x8282) else OTHER   # shadow-stack code)
+    word = int.from_bytes(raw[:4], "little")
+    if word == 0x00000073:                                  # ecall
+        return SYSCALL
+    if word in (0x00008067, 0x00028067):                    # ret: jalr x0, 0(ra); jalr x0, 0(t0)
+        return RETURN
+    if word & 0x7F == 0x73 and word >> 20 in (0xC01, 0xC81):    # a csr instruction on time or timeh
+        funct3, src = (word >> 12) & 7, (word >> 15) & 31
+        if funct3 in (2, 3, 6, 7) and src == 0:             # csrrs/csrrc rd, time, x0 and the uimm 0 forms: reads
+            return COUNTER
+    return OTHER
+
+
+def _decode(code: Code, i: int, addr: int, mode: str | None) -> Insn | None:
+    if i + 2 > len(code) or (code[i] & 3 == 3 and i + 4 > len(code)):
+        return None
+    return riscv_insn(code, i, addr)
+
+
+def _decoder(img: Image) -> Decode:
+    return _decode
+
+
+def _classifier(img: Image) -> Classify:
+    return lambda raw, mode=None: riscv_class(raw)
+
+
+ISA = Isa("riscv", {EM_RISCV: "EM_RISCV"}, _decoder, _classifier)

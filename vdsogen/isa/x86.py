@@ -1,0 +1,180 @@
+"""x86: i386 (EM_386), x86-64 and x32 (EM_X86_64: x32 images are ELF32 with 64-bit code).
+
+Decoding: the length of every instruction (prefixes, REX, VEX/EVEX, ModRM,
+SIB, displacement, immediates) and the direct branches: call and jmp rel,
+jcc, loop and jcxz.  Hot path: the counter reads are rdtsc and rdtscp, the
+syscalls syscall, sysenter and int $0x80, the return ret.
+"""
+
+from vdsogen.isa.base import CALL, CJUMP, COUNTER, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, Classify, Code, \
+    Decode, Image, Insn, Isa, sext
+
+EM_386, EM_X86_64 = 3, 62
+
+
+def _set(*ranges: int | range) -> set[int]:
+    out: set[int] = set()
+    for r in ranges:
+        out.update(r if isinstance(r, range) else (r,))
+    return out
+
+
+X86_PREFIXES = {0x26, 0x2E, 0x36, 0x3E, 0x64, 0x65, 0x66, 0x67, 0xF0, 0xF2, 0xF3}
+X86_MODRM = _set(*(range(b, b + 4) for b in range(0, 0x40, 8)), 0x62, 0x63, 0x69, 0x6B, range(0x80, 0x90),
+                 0xC0, 0xC1, 0xC4, 0xC5, 0xC6, 0xC7, range(0xD0, 0xD4), range(0xD8, 0xE0), 0xF6, 0xF7, 0xFE, 0xFF)
+X86_IMM8 = _set(*(b + 4 for b in range(0, 0x40, 8)), 0x6A, 0x6B, range(0x70, 0x80), 0x80, 0x82, 0x83, 0xA8,
+                range(0xB0, 0xB8), 0xC0, 0xC1, 0xC6, 0xCD, 0xD4, 0xD5, range(0xE0, 0xE8), 0xEB)
+X86_IMMZ = _set(*(b + 5 for b in range(0, 0x40, 8)), 0x68, 0x69, 0x81, 0xA9, 0xC7, 0xE8, 0xE9)
+X86_0F_NO_MODRM = _set(0x05, 0x06, 0x07, 0x08, 0x09, 0x0B, 0x0E, range(0x30, 0x38), 0x77, range(0x80, 0x90),
+                       0xA0, 0xA1, 0xA2, 0xA8, 0xA9, 0xAA, range(0xC8, 0xD0))
+X86_0F_IMM8 = {0x70, 0x71, 0x72, 0x73, 0xA4, 0xAC, 0xBA, 0xC2, 0xC4, 0xC5, 0xC6}
+
+
+def _modrm_len(code: Code, i: int, addr32: bool, long_mode: bool) -> int:
+    """Length of ModRM + SIB + displacement at code[i]."""
+    modrm = code[i]
+    mod, rm = modrm >> 6, modrm & 7
+    if mod == 3:
+        return 1
+    if not addr32:                      # 16-bit addressing (0x67 in 32-bit code)
+        return 1 + {0: 2 if rm == 6 else 0, 1: 1, 2: 2}[mod]
+    n = 1
+    if rm == 4:
+        sib = code[i + 1]
+        n += 1
+        if mod == 0 and sib & 7 == 5:
+            return n + 4
+    if mod == 0:
+        return n + (4 if rm == 5 else 0)
+    return n + (1 if mod == 1 else 4)
+
+
+def x86_insn(code: Code, i: int, addr: int, long_mode: bool) -> Insn | None:
+    """The instruction at code[i] (address addr); None for one invalid in 64-bit code.
+    IndexError or KeyError where it runs past the code."""
+    start = i
+    opsize16 = addr16 = False
+    rex_w = False
+    while code[i] in X86_PREFIXES:
+        opsize16 |= code[i] == 0x66
+        addr16 |= code[i] == 0x67
+        i += 1
+    if long_mode and 0x40 <= code[i] <= 0x4F:
+        rex_w = bool(code[i] & 8)
+        i += 1
+    op = code[i]
+    i += 1
+    addr32 = not addr16 if not long_mode else True
+    immz = 2 if opsize16 else 4
+
+    # VEX (and EVEX in 64-bit code): C4/C5/62 are LES/LDS/BOUND in 32-bit code unless ModRM.mod is 3.
+    if op in (0xC4, 0xC5, 0x62) and (long_mode or code[i] >> 6 == 3):
+        if op == 0xC5:
+            mapsel, i = 1, i + 1
+        elif op == 0xC4:
+            mapsel, i = code[i] & 0x1F, i + 2
+        else:
+            mapsel, i = code[i] & 0x3, i + 3
+        vop = code[i]
+        i += 1
+        if mapsel == 1 and vop == 0x77:
+            return Insn(i - start, SEQ)
+        i += _modrm_len(code, i, addr32, long_mode)
+        if mapsel == 3 or (mapsel == 1 and vop in X86_0F_IMM8):
+            i += 1
+        return Insn(i - start, SEQ)
+
+    if op == 0x0F:
+        op2 = code[i]
+        i += 1
+        if op2 == 0x38:
+            i += 1
+            i += _modrm_len(code, i, addr32, long_mode)
+            return Insn(i - start, SEQ)
+        if op2 == 0x3A:
+            i += 1
+            i += _modrm_len(code, i, addr32, long_mode) + 1
+            return Insn(i - start, SEQ)
+        if 0x80 <= op2 <= 0x8F:                       # jcc rel32, rel16 after 0x66 (as jmp and call)
+            rel = int.from_bytes(code[i:i + immz], "little", signed=True)
+            i += immz
+            return Insn(i - start, CJUMP, addr + (i - start) + rel)
+        if op2 == 0x0B:
+            return Insn(i - start, STOP)
+        if op2 not in X86_0F_NO_MODRM:
+            i += _modrm_len(code, i, addr32, long_mode)
+        if op2 in X86_0F_IMM8 or op2 == 0x0F:
+            i += 1
+        return Insn(i - start, SEQ)
+
+    if not long_mode and op in (0x9A, 0xEA):
+        i += immz + 2
+        return Insn(i - start, STOP if op == 0xEA else SEQ)
+    if long_mode and op in (0x06, 0x07, 0x0E, 0x16, 0x17, 0x1E, 0x1F, 0x27, 0x2F, 0x37, 0x3F, 0x60, 0x61, 0x82,
+                            0x9A, 0xD4, 0xD5, 0xD6, 0xEA):
+        return None                     # invalid in 64-bit code: not an instruction we can follow
+    modrm = code[i] if op in X86_MODRM else 0
+    if op in X86_MODRM:
+        i += _modrm_len(code, i, addr32, long_mode)
+    if op in X86_IMM8:
+        i += 1
+    if op in X86_IMMZ:
+        i += immz
+    if 0xB8 <= op <= 0xBF:
+        i += 8 if rex_w else immz
+    if op in (0xC2, 0xCA):
+        i += 2
+    if op == 0xC8:
+        i += 3
+    if 0xA0 <= op <= 0xA3:
+        i += (8 if not addr16 else 4) if long_mode else (4 if addr32 else 2)
+    if op in (0xF6, 0xF7) and (modrm >> 3) & 7 in (0, 1):
+        i += 1 if op == 0xF6 else immz
+    length = i - start
+    if op == 0xE8:
+        return Insn(length, CALL, addr + length + int.from_bytes(code[i - immz:i], "little", signed=True))
+    if op == 0xE9:
+        return Insn(length, JUMP, addr + length + int.from_bytes(code[i - immz:i], "little", signed=True))
+    if op == 0xEB:
+        return Insn(length, JUMP, addr + length + sext(code[i - 1], 8))
+    if 0x70 <= op <= 0x7F or 0xE0 <= op <= 0xE3:
+        return Insn(length, CJUMP, addr + length + sext(code[i - 1], 8))
+    if op in (0xC2, 0xC3, 0xCA, 0xCB, 0xCF, 0xF4, 0xCC):
+        return Insn(length, STOP)
+    if op == 0xFF and (modrm >> 3) & 7 in (4, 5):
+        return Insn(length, STOP)
+    return Insn(length, SEQ)
+
+
+def x86_class(raw: bytes, long_mode: bool) -> str:
+    """The hot-path class of one instruction."""
+    i = 0
+    while i < len(raw) and (raw[i] in X86_PREFIXES or (long_mode and 0x40 <= raw[i] <= 0x4F)):
+        i += 1
+    op = bytes(raw[i:i + 3])
+    if op[:2] == b"\x0f\x31" or op == b"\x0f\x01\xf9":     # rdtsc, rdtscp
+        return COUNTER
+    if op[:2] in (b"\x0f\x05", b"\x0f\x34", b"\xcd\x80"):   # syscall, sysenter, int $0x80
+        return SYSCALL
+    if op[:1] in (b"\xc3", b"\xc2"):                        # ret, ret imm16
+        return RETURN
+    return OTHER
+
+
+def _decoder(img: Image) -> Decode:
+    long_mode = img.e_machine == EM_X86_64
+
+    def decode(code: Code, i: int, addr: int, mode: str | None) -> Insn | None:
+        try:
+            return x86_insn(code, i, addr, long_mode)
+        except (IndexError, KeyError):
+            return None
+    return decode
+
+
+def _classifier(img: Image) -> Classify:
+    long_mode = img.e_machine == EM_X86_64
+    return lambda raw, mode=None: x86_class(raw, long_mode)
+
+
+ISA = Isa("x86", {EM_386: "EM_386", EM_X86_64: "EM_X86_64"}, _decoder, _classifier)
