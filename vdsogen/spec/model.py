@@ -15,6 +15,7 @@ from pathlib import Path
 from vdsogen import paths
 from vdsogen.errors import SpecError
 from vdsogen.spec import abi as catalogue
+from vdsogen.spec import contract as contracts
 from vdsogen.spec import functions
 from vdsogen.spec.layout import load_layout, layout_path
 from vdsogen.spec.kconfig import load_kconfig
@@ -97,11 +98,29 @@ class Trampoline:
 @dataclass(frozen=True)
 class Counter:
     fragment: str
-    params: dict = field(hash=False)
-    modes: tuple           # clock_mode values this counter serves
+    params: dict = field(hash=False)   # [counter.params], checked against the contract, defaults filled in
+    modes: tuple           # clock_mode values this counter serves, in the spec's order
     mask: bool             # apply the clock record's mask to the delta
     clamp_backwards: bool  # a counter below cycle_last counts as no time passed
     words: tuple = ()      # the read's 32-bit instruction words, in code order, that `check` finds
+    # the fragment's entry in arch/<arch>/contract.toml (contracts.CounterContract)
+    contract: object = field(default=None, hash=False, compare=False)
+
+    @property
+    def clock_modes(self):
+        """The modes served (contracts.ClockMode: name, number, pages), in the spec's order."""
+        return tuple(self.contract.mode_of(n) for n in self.modes)
+
+    @property
+    def arch_modes(self):
+        """Every mode the counter fragment can serve, as its contract lists them."""
+        return self.contract.modes
+
+    def serves(self, name):
+        """The spec serves clock mode `name` (a name of the arch's contract)."""
+        if not any(m.name == name for m in self.contract.modes):
+            raise KeyError(f"the {self.fragment} counter has no clock mode {name!r}")
+        return any(m.name == name for m in self.clock_modes)
 
 
 @dataclass(frozen=True)
@@ -192,6 +211,7 @@ class Target:
     harness: Harness
     spec_files: tuple = ()  # the spec, then the specs it extends, nearest first
     test_counter: bool = False  # a test build: the counter read is injected (test_build())
+    contract: object = field(default=None, hash=False, compare=False)  # arch/<arch>/contract.toml, merged
 
     @property
     def description(self):
@@ -206,6 +226,10 @@ class Target:
     def fragment(self, name):
         """Template name of an arch fragment, for the Jinja2 loader."""
         return f"arch/{self.arch}/{name}"
+
+    def provides(self, kind):
+        """The arch has optional fragment `kind` (its contract's `provides`)."""
+        return self.contract.has(kind)
 
     @property
     def core_exports(self):
@@ -382,10 +406,11 @@ def _parse(name, path, top, tree, kc=None):
     arch = top.ident("arch")
     if not tree.has_fragment(arch):
         top.error("arch", f"no fragment directory arch/{arch}/")
+    contract = contracts.load_contract(arch, tree.roots)
 
     def need_fragment(table, key, filename):
         if not tree.has_fragment(arch, filename):
-            table.error(key, f"no fragment arch/{arch}/{filename}")
+            table.error(key, f"no fragment arch/{arch}/{filename}{contract.suggest(filename)}")
 
     elf, soname = _identity(top, abi)
 
@@ -469,29 +494,19 @@ def _parse(name, path, top, tree, kc=None):
     used = {e.version for e in exports} | {t.version for t in trampolines}
     versions = tuple(v for v in abi.versions if v in used)
 
+    # The counter's modes (by name) and parameters, as its contract declares them.
     ct = top.table("counter")
     counter_fragment = ct.str("fragment")
     need_fragment(ct, "fragment", f"counter-{counter_fragment}.h.j2")
-    params = ct.table("params", None)
-    param_values = {}
-    if params is not None:
-        for key in params.keys():
-            if not _is_ident(key):
-                params.error(key, f"{key!r} is not a C identifier")
-            param_values[key] = params.raw(key)
-        params.done()
-    modes = ct.list("modes", int, kindname="an integer")
-    for i, m in enumerate(modes):
-        if not 1 <= m < 0x7FFFFFFF:
-            ct.error(f"modes[{i}]", f"{m} is not a counter clock mode (NONE=0 and TIMENS are reserved)")
-    if not modes:
-        ct.error("modes", "at least one clock mode is needed")
+    counter_contract = contracts.counter_contract(contract, ct, counter_fragment)
+    param_values = contracts.counter_params(counter_contract, ct)
+    modes = contracts.counter_modes(counter_contract, ct)
     words = ct.list("words", int, [], "an integer")
     for i, w in enumerate(words):
         if not 0 <= w <= 0xFFFFFFFF:
             ct.error(f"words[{i}]", f"{w:#x} is not a 32-bit instruction word")
-    counter = Counter(counter_fragment, param_values, tuple(modes),
-                      ct.bool("mask"), ct.bool("clamp_backwards"), tuple(words))
+    counter = Counter(counter_fragment, param_values, modes,
+                      ct.bool("mask"), ct.bool("clamp_backwards"), tuple(words), counter_contract)
     ct.done()
 
     dt = top.table("datapage")
@@ -520,6 +535,7 @@ def _parse(name, path, top, tree, kc=None):
         st.error("numbers.clock_gettime", "missing: time() asks it in clock mode NONE (coarse_in_mode_none)")
     dt.done()
     datapage = DataPages(layout, page_size, pages, tick_nsec, coarse)
+    contracts.check_layout(counter_contract, modes, layout, ct, dt)
 
     # getcpu answers in user space where an arch fragment knows how (x86:
     # RDPID or the per-CPU segment limit), with the syscall as fallback.
@@ -581,7 +597,7 @@ def _parse(name, path, top, tree, kc=None):
 
     return Target(name, str(path), abi, arch, tuple(str(r) for r in tree.roots), elf, soname, versions,
                   tuple(exports), tuple(trampolines), counter, syscalls, datapage,
-                  entry_style, getcpu, toolchain, harness)
+                  entry_style, getcpu, toolchain, harness, contract=contract)
 
 
 def _is_ident(s):
