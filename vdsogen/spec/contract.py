@@ -5,8 +5,9 @@ pages a mode's counter reads), each counter fragment's modes and parameters,
 and the fragments the arch has beyond those a spec names: optional ones
 (`provides`, kinds of vdsogen/spec/fragments.toml), trampolines and pieces
 other fragments include.  A --specs=DIR tree may hold its own
-DIR/arch/ARCH/contract.toml: its tables override vdsogen's key by key and
-its lists add to vdsogen's, as its fragments add to or replace vdsogen's.
+DIR/arch/ARCH/contract.toml: its modes and counters replace vdsogen's of the
+same name, and its lists add to vdsogen's, as its fragments add to or
+replace vdsogen's.
 
 Every file of arch/ARCH/ must be a fragment some kind, spec key or contract
 key names, and every fragment a contract declares must exist, so a misspelt
@@ -165,6 +166,7 @@ class Contract:
     provides: tuple = ()   # optional kinds the arch has
     trampolines: tuple = ()
     includes: tuple = ()
+    entry_registers: int | None = None   # arguments entry.S.j2 passes in registers, the data pointer included
     fragments: dict = field(default_factory=dict, hash=False)   # kind -> names of its files in arch/ARCH/
     core_modes: tuple = CORE_MODES
 
@@ -254,6 +256,7 @@ class _File:
                               f"{', '.join(optional)}){did_you_mean(n, optional)}"))
         self.trampolines = self._names("trampolines")
         self.includes = self._names("includes")
+        self.entry_registers = top.int("entry_registers", None, lo=1, hi=16)
         top.done()
 
     def _names(self, key, check=None):
@@ -299,7 +302,9 @@ def load_contract(arch: str, roots) -> Contract:
 
     # Merge: a later (user's) file overrides modes and counters by name, and adds to the lists.
     modes, counters, lists = {}, {}, {"provides": {}, "trampolines": {}, "includes": {}}
+    entry_registers = None
     for f in files:
+        entry_registers = f.entry_registers if f.entry_registers is not None else entry_registers
         modes.update(f.modes)
         counters.update(f.counters)
         for key in lists:
@@ -312,7 +317,7 @@ def load_contract(arch: str, roots) -> Contract:
             if modes[name][1] is not t:
                 continue            # overridden by a later file
             if mode.number in by_number:
-                t.error("number", f"{mode.number} is mode {by_number[mode.number]!r}'s already")
+                t.error("number", f"{mode.number} is already the number of mode {by_number[mode.number]!r}")
             by_number[mode.number] = name
 
     ccs = {}
@@ -329,7 +334,8 @@ def load_contract(arch: str, roots) -> Contract:
 
     contract = Contract(arch, tuple(str(f.path) for f in files),
                         tuple(sorted((m for m, _ in modes.values()), key=lambda m: m.number)), ccs,
-                        tuple(lists["provides"]), tuple(lists["trampolines"]), tuple(lists["includes"]))
+                        tuple(lists["provides"]), tuple(lists["trampolines"]), tuple(lists["includes"]),
+                        entry_registers)
     _check_files(contract, dirs, counters, lists)
     return contract
 
@@ -381,6 +387,16 @@ def _check_files(contract, dirs, counters, lists):
     for name, (_, _, _, t) in counters.items():
         if kind("counter").filename(name) not in present:
             t.error(None, f"no fragment arch/{contract.arch}/{kind('counter').filename(name)}")
+
+
+def check_entry(contract: Contract, top: Table, exports) -> None:
+    """An asm entry (entry.S.j2) passes every argument of each core export in registers."""
+    limit = contract.entry_registers
+    for i, e in enumerate(exports):
+        f = e.function
+        if limit is not None and not e.arch_impl and f.nargs + (1 if f.uses_data else 0) > limit:
+            top.error(f"export[{i}]", f"{e.name}: the {contract.arch} entry passes {limit} arguments in registers "
+                                      f"({', '.join(contract.files)}: entry_registers), {f.name} needs more")
 
 
 # --- a spec's [counter], checked against the contract ----------------------
@@ -455,3 +471,19 @@ def check_layout(cc: CounterContract, numbers: tuple, layout, ct: Table, dt: Tab
         if time.field(f) is None:
             dt.error("layout", f"the {cc.name} counter reads {f} in the time data ({cc.path}: "
                                f"counter.{cc.name}.time_fields): layout {layout.name} has none")
+
+
+# --- the table of docs/hacking.rst -----------------------------------------
+
+def fragments_table() -> str:
+    """The catalogue as the reStructuredText table docs/hacking.rst shows
+    ("Fragments"); a test keeps the two the same."""
+    rows = [("Kind", "File in arch/ARCH/", "Need", "Named by", "Must define", "Included by", "For")]
+    for k in kinds():
+        defines = ", ".join(" or ".join(f"``{x}``" for x in d.split("|")) for d in k.defines) or "-"
+        rows.append((k.name, f"``{k.file}``", k.need, k.key or "-", defines, k.included_by, k.what))
+    out = [".. list-table:: Fragment kinds (vdsogen/spec/fragments.toml)", "   :header-rows: 1", ""]
+    for row in rows:
+        out.append(f"   * - {row[0]}")
+        out += [f"     - {cell}" for cell in row[1:]]
+    return "\n".join(out) + "\n"

@@ -118,8 +118,6 @@ class Counter:
 
     def serves(self, name):
         """The spec serves clock mode `name` (a name of the arch's contract)."""
-        if not any(m.name == name for m in self.contract.modes):
-            raise KeyError(f"the {self.fragment} counter has no clock mode {name!r}")
         return any(m.name == name for m in self.clock_modes)
 
 
@@ -552,6 +550,7 @@ def _parse(name, path, top, tree, kc=None):
     entry_style = entry.str("style", choices=ENTRY_STYLES)
     if entry_style == "asm":
         need_fragment(entry, "style", "entry.S.j2")
+        contracts.check_entry(contract, top, exports)
     entry.done()
 
     tc = top.table("toolchain")
