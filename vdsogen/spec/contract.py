@@ -99,7 +99,7 @@ class Kind:
 def kinds() -> tuple:
     """The catalogue of fragment kinds, checked, in its order."""
     top = Table(CATALOGUE, load_toml(CATALOGUE))
-    out = []
+    out: list[Kind] = []
     for t in top.tables("kind"):
         name = t.str("name")
         if not KIND_NAME.match(name) or any(k.name == name for k in out):
@@ -301,7 +301,9 @@ def load_contract(arch: str, roots) -> Contract:
                         "(docs/hacking.rst, \"Fragments\")")
 
     # Merge: a later (user's) file overrides modes and counters by name, and adds to the lists.
-    modes, counters, lists = {}, {}, {"provides": {}, "trampolines": {}, "includes": {}}
+    modes: dict = {}
+    counters: dict = {}
+    lists: dict[str, dict] = {"provides": {}, "trampolines": {}, "includes": {}}
     entry_registers = None
     for f in files:
         entry_registers = f.entry_registers if f.entry_registers is not None else entry_registers
@@ -311,7 +313,7 @@ def load_contract(arch: str, roots) -> Contract:
             for i, name in enumerate(getattr(f, key)):
                 lists[key].setdefault(name, (f, i))
 
-    by_number = {}
+    by_number: dict[int, str] = {}
     for f in files:                 # a clash is reported where the later mode is declared
         for name, (mode, t) in f.modes.items():
             if modes[name][1] is not t:
@@ -389,7 +391,7 @@ def _check_files(contract, dirs, counters, lists):
             t.error(None, f"no fragment arch/{contract.arch}/{kind('counter').filename(name)}")
 
 
-def check_entry(contract: Contract, top: Table, exports) -> None:
+def check_entry(contract: Contract, top: Table, exports: list) -> None:
     """An asm entry (entry.S.j2) passes every argument of each core export in registers."""
     limit = contract.entry_registers
     for i, e in enumerate(exports):
