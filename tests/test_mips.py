@@ -164,7 +164,7 @@ def test_gic_counter_is_a_spec_option(base, tmp_path):
     """Clock mode GIC beside R4K: the GIC's user page one page below the
     data pages (five pages below the text), read in mode 2; the harness runs
     the test build, in which both modes read the injected counter."""
-    specs, name = gic_specs(tmp_path, base, "[1, 2]")
+    specs, name = gic_specs(tmp_path, base, '["r4k", "gic"]')
     out = tmp_path / "out"
     build = vdsogen("build", f"--specs={specs}", f"--arch={name}", f"--out={out}")
     assert build.returncode == 0, build.stdout + build.stderr
@@ -195,7 +195,7 @@ def test_gic_only_image_runs_its_real_counter_read(base, breakage, tmp_path):
     """A GIC-only image reads no Count: its real build runs under qemu-user,
     the harness playing the GIC (a thread that moves its counter)."""
     extra = "words = []\n[harness]\ninjected_counter = false\n"
-    specs, name = gic_specs(tmp_path, base, "[2]", extra)
+    specs, name = gic_specs(tmp_path, base, '["gic"]', extra)
     image = None
     if breakage:
         old, new, must_fail = GIC_BREAKAGES[breakage]

@@ -28,7 +28,7 @@ name = "__kernel_gettimeofday"
 impl = "gettimeofday"
 [counter]
 fragment = "cntvct"
-modes = [1, 2]
+modes = ["archtimer", "archtimer_nocompat"]
 mask = true
 clamp_backwards = false
 [syscall]

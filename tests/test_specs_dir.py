@@ -30,6 +30,7 @@ def make_specs_dir(tmp_path):
     (specs / "arch" / "arm64").mkdir(parents=True)
     (specs / "arm64-16k.toml").write_text(SPEC)
     shutil.copy(EXAMPLE / "arch" / "arm64" / "counter-cntvct-858921.h.j2", specs / "arch" / "arm64")
+    shutil.copy(EXAMPLE / "arch" / "arm64" / "contract.toml", specs / "arch" / "arm64")
     return specs
 
 
@@ -73,6 +74,7 @@ def test_specs_dir_errors(tmp_path):
     assert proc.returncode == 2 and "--specs: not a directory" in proc.stderr and "Traceback" not in proc.stderr
     specs = make_specs_dir(tmp_path)
     (specs / "arch" / "arm64" / "counter-cntvct-858921.h.j2").unlink()
+    (specs / "arch" / "arm64" / "contract.toml").unlink()
     proc = vdsogen("build", f"--specs={specs}", "--arch=arm64-16k", f"--out={tmp_path / 'o'}")
     assert proc.returncode == 2 and "arm64-16k.toml: counter.fragment: no fragment" in proc.stderr
     assert not (tmp_path / "o").exists()

@@ -79,17 +79,17 @@ def test_tsc_only_spec_has_no_vclock_code():
     assert "#define HARNESS_HAVE_CLOCK_MODES" not in files["harness_target.h"]
 
 
-def test_vclock_mode_needs_its_page():
-    target = x86_64()
-    no_vclocks = dataclasses.replace(target.datapage, layout=load_layout("linux-6.17"))
-    with pytest.raises(SpecError, match=r"counter\.modes.*pvclock page: layout linux-6\.17 has none"):
-        sources(dataclasses.replace(target, datapage=no_vclocks))
+def test_vclock_mode_needs_its_page(tmp_path):
+    (tmp_path / "v.toml").write_text('extends = "x86_64"\n[datapage]\nlayout = "linux-6.17"\n')
+    with pytest.raises(SpecError, match=r"counter\.modes\[1\]: clock mode pvclock reads the pvclock page: "
+                                        r"layout linux-6\.17 has none"):
+        load_target("v", specs=tmp_path)
 
 
-def test_unknown_mode_is_an_error():
-    target = x86_64()
-    with pytest.raises(SpecError, match=r"counter\.modes.*not 4"):
-        sources(dataclasses.replace(target, counter=dataclasses.replace(target.counter, modes=(1, 4))))
+def test_unknown_mode_is_an_error(tmp_path):
+    (tmp_path / "v.toml").write_text('extends = "x86_64"\n[counter]\nmodes = ["tsc", "hvclok"]\n')
+    with pytest.raises(SpecError, match=r"counter\.modes\[1\]: unknown clock mode 'hvclok' \(did you mean 'hvclock'\?\)"):
+        load_target("v", specs=tmp_path)
 
 
 def test_counter_needs_no_libgcc_on_i386(tmp_path):

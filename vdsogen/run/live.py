@@ -15,8 +15,9 @@ import struct
 import time
 
 from vdsogen.errors import VdsogenError
+from vdsogen.spec.contract import MODE_NONE, MODE_TIMENS
 
-CLOCK_MODE_TIMENS = 0x7FFFFFFF
+CLOCK_MODE_TIMENS = MODE_TIMENS.number
 CLOCK_REALTIME_COARSE = 5
 CLOCK_MONOTONIC_COARSE = 6
 # A coarse clock's base lags clock_gettime by at most a tick; allow for a slow machine.
@@ -119,7 +120,7 @@ def _sample(target, r, clocks):
 
 
 def _judge(target, where, v):
-    allowed = {0, *target.counter.modes}
+    allowed = {MODE_NONE.number, *target.counter.modes}
     for i, mode in enumerate(v["modes"]):
         if mode not in allowed:
             raise LayoutMismatch(f"the running kernel's clock record {i} read through {where} has clock mode "

@@ -15,6 +15,7 @@ from pathlib import Path
 from vdsogen import paths
 from vdsogen.errors import SpecError
 from vdsogen.spec import abi as catalogue
+from vdsogen.spec import contract as contracts
 from vdsogen.spec import functions
 from vdsogen.spec.layout import load_layout, layout_path
 from vdsogen.spec.kconfig import load_kconfig
@@ -95,11 +96,27 @@ class Trampoline:
 @dataclass(frozen=True)
 class Counter:
     fragment: str
-    params: dict = field(hash=False)
-    modes: tuple           # clock_mode values this counter serves
+    params: dict = field(hash=False)   # [counter.params], checked against the contract, defaults filled in
+    modes: tuple           # clock_mode values this counter serves, in the spec's order
     mask: bool             # apply the clock record's mask to the delta
     clamp_backwards: bool  # a counter below cycle_last counts as no time passed
     words: tuple = ()      # the read's 32-bit instruction words, in code order, that `check` finds
+    # the fragment's entry in arch/<arch>/contract.toml (contracts.CounterContract)
+    contract: object = field(default=None, hash=False, compare=False)
+
+    @property
+    def clock_modes(self):
+        """The modes served (contracts.ClockMode: name, number, pages), in the spec's order."""
+        return tuple(self.contract.mode_of(n) for n in self.modes)
+
+    @property
+    def arch_modes(self):
+        """Every mode the counter fragment can serve, as its contract lists them."""
+        return self.contract.modes
+
+    def serves(self, name):
+        """The spec serves clock mode `name` (a name of the arch's contract)."""
+        return any(m.name == name for m in self.clock_modes)
 
 
 @dataclass(frozen=True)
@@ -190,6 +207,7 @@ class Target:
     harness: Harness
     spec_files: tuple = ()  # the spec, then the specs it extends, nearest first
     test_counter: bool = False  # a test build: the counter read is injected (test_build())
+    contract: object = field(default=None, hash=False, compare=False)  # arch/<arch>/contract.toml, merged
 
     @property
     def description(self) -> str:
@@ -204,6 +222,10 @@ class Target:
     def fragment(self, name: str) -> str:
         """Template name of an arch fragment, for the Jinja2 loader."""
         return f"arch/{self.arch}/{name}"
+
+    def provides(self, kind):
+        """The arch has optional fragment `kind` (its contract's `provides`)."""
+        return self.contract.has(kind)
 
     @property
     def core_exports(self) -> tuple:
@@ -417,6 +439,7 @@ class _Parser:
     abi: catalogue.Abi
     abi_syscalls: catalogue.Syscalls
     arch: str
+    contract: contracts.Contract
 
     def __init__(self, name, path, data, tree, kc):
         self.name, self.path, self.tree, self.kc = name, path, tree, kc
@@ -426,7 +449,7 @@ class _Parser:
 
     def need_fragment(self, table, key, filename):
         if not self.tree.has_fragment(self.arch, filename):
-            table.error(key, f"no fragment arch/{self.arch}/{filename}")
+            table.error(key, f"no fragment arch/{self.arch}/{filename}{self.contract.suggest(filename)}")
 
     def claim(self, table, key, sym):
         if sym in self.names:
@@ -458,6 +481,7 @@ class _Parser:
             if not self.tree.has_fragment(self.arch):
                 known = [d.name for r in self.tree.roots if (r / "arch").is_dir() for d in (r / "arch").iterdir()]
                 top.error("arch", f"no fragment directory arch/{self.arch}/{did_you_mean(self.arch, known)}")
+            self.contract = contracts.load_contract(self.arch, self.tree.roots)
         # Everything below depends on the ABI and the fragment directory.
         p.check()
 
@@ -478,6 +502,10 @@ class _Parser:
             self.counter = self._counter()
         with p.section():
             self.datapage = self._datapage()
+        if self.counter is not None and self.datapage is not None:
+            with p.section():
+                contracts.check_layout(self.counter.contract, self.counter.modes, self.datapage.layout,
+                                       top.table("counter"), top.table("datapage"))
         with p.section():
             self.getcpu = self._getcpu()
         with p.section():
@@ -497,7 +525,7 @@ class _Parser:
         return Target(self.name, str(self.path), self.abi, self.arch, tuple(str(r) for r in self.tree.roots),
                       self.elf, self.soname, versions, tuple(self.exports), tuple(self.trampolines),
                       self.counter, self.syscalls, self.datapage, self.entry_style, self.getcpu,
-                      self.toolchain, self.harness)
+                      self.toolchain, self.harness, contract=self.contract)
 
     def _syscall_fragment(self):
         """[syscall]: the fragment that makes a syscall; the instruction, the
@@ -587,29 +615,19 @@ class _Parser:
                 self.trampolines.append(Trampoline(tname, version, fragment, t.syscall, t.lead, t.words))
 
     def _counter(self):
+        """[counter]: the fragment, its modes (by name) and parameters, as its contract declares them."""
         ct = self.top.table("counter")
         counter_fragment = ct.str("fragment")
         self.need_fragment(ct, "fragment", f"counter-{counter_fragment}.h.j2")
-        params = ct.table("params", None)
-        param_values = {}
-        if params is not None:
-            for key in params.keys():
-                if not _is_ident(key):
-                    params.error(key, f"{key!r} is not a C identifier")
-                param_values[key] = params.raw(key)
-            params.done()
-        modes = ct.list("modes", int, kindname="an integer")
-        for i, m in enumerate(modes):
-            if not 1 <= m < 0x7FFFFFFF:
-                ct.error(f"modes[{i}]", f"{m} is not a counter clock mode (NONE=0 and TIMENS are reserved)")
-        if not modes:
-            ct.error("modes", "at least one clock mode is needed")
+        counter_contract = contracts.counter_contract(self.contract, ct, counter_fragment)
+        param_values = contracts.counter_params(counter_contract, ct)
+        modes = contracts.counter_modes(counter_contract, ct)
         words = ct.list("words", int, [], "an integer")
         for i, w in enumerate(words):
             if not 0 <= w <= 0xFFFFFFFF:
                 ct.error(f"words[{i}]", f"{w:#x} is not a 32-bit instruction word")
-        counter = Counter(counter_fragment, param_values, tuple(modes),
-                          ct.bool("mask"), ct.bool("clamp_backwards"), tuple(words))
+        counter = Counter(counter_fragment, param_values, modes,
+                          ct.bool("mask"), ct.bool("clamp_backwards"), tuple(words), counter_contract)
         ct.done()
         return counter
 
@@ -663,6 +681,8 @@ class _Parser:
         entry_style = entry.str("style", choices=ENTRY_STYLES)
         if entry_style == "asm":
             self.need_fragment(entry, "style", "entry.S.j2")
+            if not self.exports_failed:
+                contracts.check_entry(self.contract, self.top, self.exports)
         entry.done()
         return entry_style
 
