@@ -26,7 +26,6 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
 
 from vdsogen import paths
 from vdsogen.errors import HarnessError, VdsogenError
@@ -104,34 +103,21 @@ def arch_checks(target):
     return list(target.arch_functions) + [ArchCheck(name) for name in target.harness.checks]
 
 
-def _render(env, target, name, **extra):
-    try:
-        return env.get_template(name).render(target=target, dp=target.datapage,
-                                             layout=target.datapage.layout, **extra)
-    except jinja2.TemplateNotFound as e:
-        if e.name != name:
-            raise HarnessError(f"{name}: template error: {e.message}") from None
-        raise HarnessError(f"{name}: missing (every function an arch fragment implements "
-                           f"is checked by a fragment beside it)") from None
-    except jinja2.TemplateError as e:
-        where = env.filters["relpath"](getattr(e, "filename", None) or name)
-        line = getattr(e, "lineno", None)
-        raise HarnessError(f"{where}{f':{line}' if line else ''}: template error: {e.message}") from None
-
-
 def harness_sources(target):
     """[(file name, text)] of the generated files the harness needs: headers,
-    then the arch checks (check-NAME.c)."""
-    from vdsogen.gen.render import environment, sources
+    then the arch checks (check-NAME.c).  Everything renders through the one
+    Renderer of vdsogen/gen/render.py, as the vDSO's sources do."""
+    from vdsogen.gen.render import Renderer, sources
 
     rendered = dict(sources(target))
     out = [(name, rendered[name]) for name in VDSO_HEADERS]
-    env = environment(target)
+    r = Renderer(target)
     checks = arch_checks(target)
-    out.append(("harness_target.h", _render(env, target, "harness_target.h.j2", arch_checks=checks)))
+    out.append(("harness_target.h", r.render("harness_target.h.j2", arch_checks=checks)))
     for f in checks:
-        out.append((f"check-{f.name}.c", _render(env, target, target.fragment(f"harness-check-{f.name}.c.j2"),
-                                                 f=f)))
+        out.append((f"check-{f.name}.c", r.render(target.fragment(f"harness-check-{f.name}.c.j2"), f=f,
+                                                  missing="every function an arch fragment implements "
+                                                          "is checked by a fragment beside it")))
     return out
 
 
