@@ -106,7 +106,7 @@ def arch_checks(target):
     return list(target.arch_functions) + [ArchCheck(name) for name in target.harness.checks]
 
 
-def function_wiring(target):
+def function_wiring(target) -> dict:
     """What templates/harness_functions.*.j2 render from functions.toml's
     [NAME.harness] tables: `wired`, the exported functions that have one, in
     declaration order; `syscalls`, every syscall a core function's checks or

@@ -55,7 +55,7 @@ class Bench:
     syscall: str | None     # the syscall the "syscall" way times
     hot_paths: tuple        # ((label, (counter reads the path may make, ...)), ...); label "" for one path
 
-    def reads_counter(self, row):
+    def reads_counter(self, row: str | None) -> bool:
         """Whether the line of `row` (a clock name, or "") answers from one counter read."""
         if not any(reads == (1,) for _, reads in self.hot_paths):
             return False
@@ -70,7 +70,7 @@ class Harness:
     y2038: bool             # the y2038 group checks it past 2038 and 2^32 seconds
     bench: Bench | None
 
-    def group(self, function, check):
+    def group(self, function: str, check: str) -> str:
         """The name the harness gives the group of `check`."""
         return function if check == function else f"{function} {check}"
 
