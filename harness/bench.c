@@ -8,8 +8,9 @@
  * Each line is one call shape: an export with the arguments of one clock
  * class (clock_gettime of each clock the page serves and of a CPU-time
  * clock, clock_getres of a counter and a coarse clock, gettimeofday, time,
- * getcpu), timed in batches of calls through a function pointer by up to
- * three ways:
+ * getcpu: the rows of functions.toml's [NAME.harness.bench], h_bench_rows[]
+ * of harness_functions.c), timed in batches of calls through a function
+ * pointer by up to three ways:
  *
  *   image    the image under test
  *   live     the running kernel's own vDSO (--live: the one mapped into
@@ -52,13 +53,12 @@
 
 #include "internal.h"
 
-#define B_MAX_LINES	24
+/* The exports' rows, the empty call and up to 8 ordered counter reads. */
+#define B_MAX_LINES	(H_NBENCH_ROWS + 1 + 8)
 #define B_MAX_ROUNDS	1001
 
 enum { W_IMAGE, W_LIVE, W_SYSCALL, W_COUNTER, B_NWAYS };
 static const char *const b_way_names[B_NWAYS] = { "image", "live", "syscall", "counter" };
-
-enum { SH_GETTIME, SH_GETRES, SH_GETTIMEOFDAY, SH_TIME, SH_GETCPU, SH_COUNTER };
 
 typedef long (*gettime_fn)(clockid_t clk, void *ts);
 typedef long (*gettimeofday_fn)(void *tv, void *tz);
@@ -71,6 +71,7 @@ struct b_line {
 	int		shape;
 	int		impl;		/* IMPL_ index, or -1 for a counter read */
 	int		clk;
+	const struct ts_flavour	*fl;	/* how a timespec answer reads, or NULL */
 	void		*fn[B_NWAYS];	/* NULL: the way does not exist for this line */
 	long		n[B_NWAYS];	/* calls per batch */
 	double		ns[B_NWAYS][B_MAX_ROUNDS];
@@ -234,49 +235,6 @@ static const char *export_name(int impl)
 	return NULL;
 }
 
-/* The raw syscalls, with the exports' C types. */
-#define B_SYSCALL_CLOCK(name, nr)				\
-	static long sc_##name(clockid_t clk, void *ts)		\
-	{							\
-		return syscall(nr, (long)clk, ts);		\
-	}
-#ifdef H_HAS_CLOCK_GETTIME
-B_SYSCALL_CLOCK(clock_gettime, NR_CLOCK_GETTIME)
-#endif
-#ifdef H_HAS_CLOCK_GETTIME64
-B_SYSCALL_CLOCK(clock_gettime64, NR_CLOCK_GETTIME64)
-#endif
-#ifdef H_HAS_CLOCK_GETRES
-B_SYSCALL_CLOCK(clock_getres, NR_CLOCK_GETRES)
-#endif
-#ifdef H_HAS_CLOCK_GETRES_TIME64
-B_SYSCALL_CLOCK(clock_getres_time64, NR_CLOCK_GETRES_TIME64)
-#endif
-#if defined(H_HAS_GETTIMEOFDAY) && defined(VDSO_NR_gettimeofday)
-static long sc_gettimeofday(void *tv, void *tz)
-{
-	return syscall(VDSO_NR_gettimeofday, tv, tz);
-}
-#define SC_GETTIMEOFDAY		((void *)sc_gettimeofday)
-#else
-#define SC_GETTIMEOFDAY		NULL
-#endif
-#if defined(H_HAS_TIME) && defined(SYS_time)
-static long sc_time(void *t)
-{
-	return syscall(SYS_time, t);
-}
-#define SC_TIME			((void *)sc_time)
-#else
-#define SC_TIME			NULL
-#endif
-#ifdef H_HAS_GETCPU
-static long sc_getcpu(unsigned int *cpu, unsigned int *node, void *unused)
-{
-	return syscall(NR_GETCPU, cpu, node, unused);
-}
-#endif
-
 /* A call that does nothing: the cost of the loop and the indirect call alone. */
 static __attribute__((noinline)) uint64_t b_empty(void)
 {
@@ -380,61 +338,32 @@ static struct b_line *add_line(const char *name, int shape, int impl, int clk)
 	return l;
 }
 
-/* A line for export @impl (when the image resolved it): the image, the live vDSO's same name, the syscall. */
-static void add_export(int impl, const char *what, int shape, int clk, void *sc)
+/* The line of row @r (when the image resolved its export): the image, the live vDSO's same name, the syscall. */
+static void add_export(const struct h_bench_row *r)
 {
-	const char *sym = export_name(impl);
+	const char *sym = export_name(r->impl);
 	struct b_line *l;
 	char name[64];
 
-	if (!h_fn[impl])
+	if (!h_fn[r->impl])
 		return;
-	snprintf(name, sizeof(name), "%s%s%s", h_impl_names[impl], what ? ":" : "", what ? what : "");
-	l = add_line(name, shape, impl, clk);
+	snprintf(name, sizeof(name), "%s%s%s", h_impl_names[r->impl], r->what ? ":" : "", r->what ? r->what : "");
+	l = add_line(name, r->shape, r->impl, r->clk);
 	if (!l)
 		return;
-	l->fn[W_IMAGE] = h_fn[impl];
+	l->fl = r->fl;
+	l->fn[W_IMAGE] = h_fn[r->impl];
 	l->fn[W_LIVE] = live_base && sym ? live_symbol(sym) : NULL;
-	l->fn[W_SYSCALL] = sc;
-}
-
-static __attribute__((unused)) void add_clocks(int impl, void *sc)
-{
-	size_t i;
-
-	for (i = 0; i < NCLOCKS; i++)
-		add_export(impl, h_clocks[i].name, SH_GETTIME, h_clocks[i].id, sc);
-	add_export(impl, "PROCESS_CPUTIME_ID", SH_GETTIME, C_PROCESS_CPUTIME_ID, sc);
+	l->fn[W_SYSCALL] = r->syscall;
 }
 
 static void setup_lines(void)
 {
+	const struct h_bench_row *r;
 	struct b_line *l;
 
-#ifdef H_HAS_CLOCK_GETTIME
-	add_clocks(IMPL_CLOCK_GETTIME, (void *)sc_clock_gettime);
-#endif
-#ifdef H_HAS_CLOCK_GETTIME64
-	add_clocks(IMPL_CLOCK_GETTIME64, (void *)sc_clock_gettime64);
-#endif
-#ifdef H_HAS_GETTIMEOFDAY
-	add_export(IMPL_GETTIMEOFDAY, NULL, SH_GETTIMEOFDAY, 0, SC_GETTIMEOFDAY);
-#endif
-#ifdef H_HAS_TIME
-	add_export(IMPL_TIME, NULL, SH_TIME, 0, SC_TIME);
-#endif
-#ifdef H_HAS_CLOCK_GETRES
-	add_export(IMPL_CLOCK_GETRES, "MONOTONIC", SH_GETRES, C_MONOTONIC, (void *)sc_clock_getres);
-	add_export(IMPL_CLOCK_GETRES, "MONOTONIC_COARSE", SH_GETRES, C_MONOTONIC_COARSE, (void *)sc_clock_getres);
-#endif
-#ifdef H_HAS_CLOCK_GETRES_TIME64
-	add_export(IMPL_CLOCK_GETRES_TIME64, "MONOTONIC", SH_GETRES, C_MONOTONIC, (void *)sc_clock_getres_time64);
-	add_export(IMPL_CLOCK_GETRES_TIME64, "MONOTONIC_COARSE", SH_GETRES, C_MONOTONIC_COARSE,
-		   (void *)sc_clock_getres_time64);
-#endif
-#ifdef H_HAS_GETCPU
-	add_export(IMPL_GETCPU, NULL, SH_GETCPU, 0, (void *)sc_getcpu);
-#endif
+	for (r = h_bench_rows; r->impl >= 0; r++)
+		add_export(r);
 	l = add_line("call:empty", SH_COUNTER, -1, 0);
 	if (l)
 		l->fn[W_COUNTER] = (void *)b_empty;
@@ -453,13 +382,12 @@ static void setup_lines(void)
 
 static int64_t b_ns_of(const struct b_line *l, const union b_buf *b)
 {
-#ifdef H_HAS_CLOCK_GETTIME64
-	if (l->impl == IMPL_CLOCK_GETTIME64)
-		return b->ts64.tv_sec * NSEC_PER_SEC + b->ts64.tv_nsec;
-#endif
+	struct hts t;
+
 	if (l->shape == SH_GETTIMEOFDAY)
 		return (int64_t)b->tv.tv_sec * NSEC_PER_SEC + (int64_t)b->tv.tv_usec * 1000;
-	return (int64_t)b->ts.tv_sec * NSEC_PER_SEC + b->ts.tv_nsec;
+	t = l->fl->get(b);	/* the timespec of the line's flavour */
+	return t.sec * NSEC_PER_SEC + t.nsec;
 }
 
 /*

@@ -1,7 +1,10 @@
 /*
- * vdsogen test harness: the groups of checks of each core function on
- * fresh pages: every clock, clock ids the page does not serve, invalid
- * ids, NULL arguments.
+ * vdsogen test harness: the checks of the core functions on fresh pages:
+ * every clock, clock ids the page does not serve, invalid ids, NULL
+ * arguments.  Those of a flavour (check_clocks, check_resolutions,
+ * check_ids) take any clock_gettime- or clock_getres-like function; the
+ * others are one function's own.  harness_functions.c runs each as a group,
+ * as vdsogen/spec/functions.toml's [NAME.harness] checks list them.
  */
 #include <errno.h>
 #include <limits.h>
@@ -34,7 +37,7 @@ static const int h_syscall_ids[] = { 3, 8, 9, 10, 13, 14, 15, 16, 23, -1, -2, -6
 #define NSYSCALL_IDS	(sizeof(h_syscall_ids) / sizeof(h_syscall_ids[0]))
 
 /* One check per id the page does not serve: the flavour answers as its syscall does. */
-static __attribute__((unused)) void check_syscall_ids(const struct ts_flavour *fl)
+void check_ids(const struct ts_flavour *fl)
 {
 	struct tk tk;
 	struct chk k;
@@ -49,7 +52,7 @@ static __attribute__((unused)) void check_syscall_ids(const struct ts_flavour *f
 }
 
 /* Invalid ids, 12 and 100: the flavour fails with EINVAL and leaves its buffer alone. */
-static __attribute__((unused)) void check_invalid_ids(const struct ts_flavour *fl)
+static void check_invalid_ids(const struct ts_flavour *fl)
 {
 	static const int ids[] = { 12, 100 };
 	union ts_buf ts;
@@ -65,7 +68,7 @@ static __attribute__((unused)) void check_invalid_ids(const struct ts_flavour *f
 }
 
 /* Every clock of the page, CPU-time clocks (the syscall's business), invalid ids. */
-static __attribute__((unused)) void check_gettime(const struct ts_flavour *fl)
+void check_clocks(const struct ts_flavour *fl)
 {
 	struct tk tk;
 	struct chk k;
@@ -84,7 +87,7 @@ static __attribute__((unused)) void check_gettime(const struct ts_flavour *fl)
 }
 
 /* hrtimer_res for the counter clocks, the tick for the coarse ones; NULL; invalid ids. */
-static __attribute__((unused)) void check_getres(const struct ts_flavour *fl)
+void check_resolutions(const struct ts_flavour *fl)
 {
 	union ts_buf ts;
 	struct h_ret r;
@@ -118,54 +121,6 @@ static __attribute__((unused)) void check_getres(const struct ts_flavour *fl)
 	check_invalid_ids(fl);
 }
 
-#ifdef H_HAS_CLOCK_GETTIME
-void grp_clock_gettime(void)
-{
-	check_gettime(&fl_gettime);
-}
-
-void grp_clock_gettime_ids(void)
-{
-	check_syscall_ids(&fl_gettime);
-}
-#endif
-
-#ifdef H_HAS_CLOCK_GETRES
-void grp_clock_getres(void)
-{
-	check_getres(&fl_getres);
-}
-
-void grp_clock_getres_ids(void)
-{
-	check_syscall_ids(&fl_getres);
-}
-#endif
-
-#ifdef H_HAS_CLOCK_GETTIME64
-void grp_clock_gettime64(void)
-{
-	check_gettime(&fl_gettime64);
-}
-
-void grp_clock_gettime64_ids(void)
-{
-	check_syscall_ids(&fl_gettime64);
-}
-#endif
-
-#ifdef H_HAS_CLOCK_GETRES_TIME64
-void grp_clock_getres_time64(void)
-{
-	check_getres(&fl_getres64);
-}
-
-void grp_clock_getres_time64_ids(void)
-{
-	check_syscall_ids(&fl_getres64);
-}
-#endif
-
 /*
  * Past 2038, and past 2^32 seconds: REALTIME at 2^31 + 1234567 s,
  * REALTIME_COARSE at 2^33 + 7654321 s.  The time64 entries answer the
@@ -179,15 +134,7 @@ void grp_clock_getres_time64_ids(void)
 void grp_y2038(void)
 {
 	static const int clocks[] = { C_REALTIME, C_REALTIME_COARSE };
-	static const struct ts_flavour *const flavours[] = {
-#ifdef H_HAS_CLOCK_GETTIME64
-		&fl_gettime64,
-#endif
-#ifdef H_HAS_CLOCK_GETTIME
-		&fl_gettime,
-#endif
-		NULL
-	};
+	const struct ts_flavour *const *flavours = h_y2038_flavours;	/* functions.toml: y2038 = true */
 	struct tk tk;
 	struct chk k;
 	size_t i, f;
@@ -221,7 +168,7 @@ void grp_y2038(void)
 }
 
 #ifdef H_HAS_GETTIMEOFDAY
-void grp_gettimeofday(void)
+void check_gettimeofday(void)
 {
 	struct h_ret r;
 	struct tk tk;
@@ -244,7 +191,7 @@ void grp_gettimeofday(void)
 #endif /* H_HAS_GETTIMEOFDAY */
 
 #ifdef H_HAS_TIME
-void grp_time(void)
+void check_time(void)
 {
 	struct h_ret r;
 	struct tk tk;
@@ -301,7 +248,7 @@ static void getcpu_here(struct chk *k)
 }
 
 /* On the harness's CPU and on another one (a getcpu that always answers 0 is caught there). */
-void grp_getcpu(void)
+void check_getcpu(void)
 {
 	int home = sched_getcpu();
 	struct h_ret r;

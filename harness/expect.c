@@ -17,46 +17,11 @@ void expect_in(struct chk *k, struct hts got, struct hts lo, struct hts hi)
 		chk_fail(k, "got %s, want [%s, %s]", TS(got), TS(lo), TS(hi));
 }
 
-/* ------------------------------------------------------------------ */
-/* The flavours of clock_gettime and clock_getres                      */
-
-static __attribute__((unused)) struct hts hts_of_ts(const void *p)
-{
-	const struct vdso_timespec *ts = p;
-
-	return (struct hts){ ts->tv_sec, ts->tv_nsec };
-}
-
-static __attribute__((unused)) struct hts hts_of_ts64(const void *p)
-{
-	const struct vdso_timespec64 *ts = p;
-
-	return (struct hts){ ts->tv_sec, ts->tv_nsec };
-}
-
-/* fl: the flavour of function fn (IMPL_ index impl, syscall nr), whose timespec is a type. */
-#define FLAVOUR(fl, fn, impl, nr, type, get)					\
-	static struct h_ret call_##fn(clockid_t clk, void *ts)			\
-	{									\
-		return v_##fn(clk, ts);						\
-	}									\
-	const struct ts_flavour fl = { #fn, impl, nr, sizeof(type),		\
-				       sizeof(((type *)0)->tv_sec) == sizeof(long), call_##fn, get }
-
-#ifdef H_HAS_CLOCK_GETTIME
-FLAVOUR(fl_gettime, clock_gettime, IMPL_CLOCK_GETTIME, NR_CLOCK_GETTIME, struct vdso_timespec, hts_of_ts);
-#endif
-#ifdef H_HAS_CLOCK_GETTIME64
-FLAVOUR(fl_gettime64, clock_gettime64, IMPL_CLOCK_GETTIME64, NR_CLOCK_GETTIME64, struct vdso_timespec64,
-	hts_of_ts64);
-#endif
-#ifdef H_HAS_CLOCK_GETRES
-FLAVOUR(fl_getres, clock_getres, IMPL_CLOCK_GETRES, NR_CLOCK_GETRES, struct vdso_timespec, hts_of_ts);
-#endif
-#ifdef H_HAS_CLOCK_GETRES_TIME64
-FLAVOUR(fl_getres64, clock_getres_time64, IMPL_CLOCK_GETRES_TIME64, NR_CLOCK_GETRES_TIME64,
-	struct vdso_timespec64, hts_of_ts64);
-#endif
+/*
+ * The flavours of clock_gettime and clock_getres (fl_NAME: how a call reads
+ * and its syscall) are generated into harness_functions.c from
+ * functions.toml; the bodies here take any of them.
+ */
 
 /* What an entry with this flavour's seconds stores for t: past 2038, a long keeps its low bits. */
 static struct hts as_stored(const struct ts_flavour *fl, struct hts t)
@@ -150,13 +115,13 @@ void expect_as_syscall(struct chk *k, const struct ts_flavour *fl, int clk)
 #ifdef H_HAS_CLOCK_GETTIME
 void expect_clock(struct chk *k, const struct tk *tk, int clk, const struct hts *off)
 {
-	expect_clock_in(k, &fl_gettime, tk, clk, off);
+	expect_clock_in(k, &fl_clock_gettime, tk, clk, off);
 }
 
 /* clock_gettime(clk) comes from the syscall: it lies between two real readings. */
 void expect_syscall_clock(struct chk *k, int clk)
 {
-	expect_as_syscall(k, &fl_gettime, clk);
+	expect_as_syscall(k, &fl_clock_gettime, clk);
 }
 #endif /* H_HAS_CLOCK_GETTIME */
 

@@ -5,19 +5,24 @@
  *   image.c	the image mapped as the kernel maps it; symbols, trampolines
  *   timekeeper.c	time arithmetic, the counter's calibration, the timekeeper
  *   expect.c	check bodies the groups share
- *   checks-clock.c	clock_gettime, clock_getres (and time64), gettimeofday, time, getcpu, 2038
+ *   checks-clock.c	the core functions' checks: clocks, resolutions, ids (of a
+ *		flavour), gettimeofday, time, getcpu; 2038
  *   checks-modes.c	clock modes, max_cycles, the time namespace
  *   seqcount.c	a writer rewriting the page while readers run
  *   unwind.c	unwinding through the signal trampolines, and sigreturn
  *   main.c	the order of the groups, the arch checks
  *   bench.c	--bench: timings for vdsogen bench, no checks
  *
- * plus elf.c (harness.h) and, for targets with functions an arch fragment
- * implements, their checks rendered from arch/ARCH/harness-check-NAME.c.j2.
+ * plus elf.c (harness.h), harness_functions.c (the core functions' wiring:
+ * flavours, check groups, benchmark rows, generated from
+ * vdsogen/spec/functions.toml) and, for targets with functions an arch
+ * fragment implements, their checks rendered from
+ * arch/ARCH/harness-check-NAME.c.j2.
  *
  * The checks of a function are compiled where harness_target.h says the
  * target exports it (H_HAS_<NAME>), and run where its symbol resolved
- * (h_fn[IMPL_<NAME>]).
+ * (h_fn[IMPL_<NAME>]).  The syscalls they compare with are NR_<SYSCALL>
+ * (harness_functions.h).
  */
 #ifndef VDSOGEN_HARNESS_INTERNAL_H
 #define VDSOGEN_HARNESS_INTERNAL_H
@@ -31,29 +36,6 @@
 #define SENTINEL		0xa5
 #define CLOCKMODE_NONE		0
 #define CLOCKMODE_TIMENS	0x7fffffff
-
-#ifdef VDSO_NR_clock_gettime
-#define NR_CLOCK_GETTIME	VDSO_NR_clock_gettime
-#else
-#define NR_CLOCK_GETTIME	SYS_clock_gettime
-#endif
-#ifdef VDSO_NR_clock_getres
-#define NR_CLOCK_GETRES		VDSO_NR_clock_getres
-#else
-#define NR_CLOCK_GETRES		SYS_clock_getres
-#endif
-#ifdef VDSO_NR_getcpu
-#define NR_GETCPU		VDSO_NR_getcpu
-#else
-#define NR_GETCPU		SYS_getcpu
-#endif
-/* 32-bit ABIs: the time64 syscalls (the model insists on their numbers where they are exported). */
-#ifdef VDSO_NR_clock_gettime64
-#define NR_CLOCK_GETTIME64	VDSO_NR_clock_gettime64
-#endif
-#ifdef VDSO_NR_clock_getres_time64
-#define NR_CLOCK_GETRES_TIME64	VDSO_NR_clock_getres_time64
-#endif
 
 /* A call's result as the target's convention shows it, for messages. */
 #define RET(r)		h_ret_str((r), (char[64]){ 0 }, 64)
@@ -257,8 +239,28 @@ union ts_buf {
 	struct vdso_timespec64	ts64;
 };
 
-/* Exported functions only (H_HAS_<NAME>). */
-extern const struct ts_flavour fl_gettime, fl_gettime64, fl_getres, fl_getres64;
+/* A group of checks of a core function: run where its symbol resolved (h_fn[impl]). */
+struct h_group {
+	const char	*name;
+	int		impl;		/* its IMPL_ index in h_fn[] */
+	void		(*run)(void);
+};
+
+/* How bench.c calls an export: SH_<SHAPE>, functions.toml's [NAME.harness.bench] shape. */
+enum { SH_GETTIME, SH_GETRES, SH_GETTIMEOFDAY, SH_TIME, SH_GETCPU, SH_COUNTER };
+
+/* One line of the benchmark: an export called with one clock (or none). */
+struct h_bench_row {
+	int		impl;		/* its IMPL_ index; -1 ends the table */
+	const char	*what;		/* the line's clock ("clock_gettime:MONOTONIC"), or NULL */
+	int		shape;		/* SH_ */
+	int		clk;		/* clock id, for SH_GETTIME and SH_GETRES */
+	const struct ts_flavour	*fl;	/* how its timespec reads, or NULL */
+	void		*syscall;	/* the raw syscall with the export's C type, or NULL */
+};
+
+/* The NR_<SYSCALL> macros, fl_<NAME> of the exported functions, and the tables of harness_functions.c. */
+#include "harness_functions.h"
 
 void expect_in(struct chk *k, struct hts got, struct hts lo, struct hts hi);
 /* The call failed with errno e and left the SENTINEL-filled buffer ts alone. */
@@ -275,20 +277,20 @@ void expect_time(struct chk *k, long want);
 void expect_time_syscall(struct chk *k);
 
 /* ------------------------------------------------------------------ */
-/* The groups: checks-clock.c, checks-modes.c, seqcount.c               */
+/* The checks and groups: checks-clock.c, checks-modes.c, seqcount.c    */
 
-void grp_clock_gettime(void);
-void grp_clock_gettime_ids(void);
-void grp_clock_getres(void);
-void grp_clock_getres_ids(void);
-void grp_clock_gettime64(void);
-void grp_clock_gettime64_ids(void);
-void grp_clock_getres_time64(void);
-void grp_clock_getres_time64_ids(void);
+/*
+ * The core functions' checks (checks-clock.c), each run as a group by
+ * harness_functions.c as functions.toml's [NAME.harness] checks say: those
+ * of a flavour, and those of one function's own (where it is exported).
+ */
+void check_clocks(const struct ts_flavour *fl);
+void check_resolutions(const struct ts_flavour *fl);
+void check_ids(const struct ts_flavour *fl);
+void check_gettimeofday(void);
+void check_time(void);
+void check_getcpu(void);
 void grp_y2038(void);
-void grp_gettimeofday(void);
-void grp_time(void);
-void grp_getcpu(void);
 void grp_clock_modes(void);
 void grp_max_cycles(void);
 void grp_timens(void);

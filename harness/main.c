@@ -11,8 +11,10 @@
  * The exit status is 0 only when nothing failed.
  *
  * Everything target-specific comes from harness_target.h (generated from
- * the spec), datapage.h, vdso_arch.h and vdso_types.h (the vDSO's own
- * headers), and the arch checks rendered beside them.
+ * the spec), harness_functions.h and .c (the core functions' checks and
+ * benchmark rows, generated from vdsogen/spec/functions.toml), datapage.h,
+ * vdso_arch.h and vdso_types.h (the vDSO's own headers), and the arch
+ * checks rendered beside them.
  */
 #include <stdio.h>
 #include <string.h>
@@ -47,6 +49,8 @@ static void note_unresolved(void)
 
 int main(int argc, char **argv)
 {
+	const struct h_group *g;
+
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc >= 2 && strcmp(argv[1], "--bench") == 0) {
 		printf("# vdsogen harness for %s (%s): benchmark\n", H_TARGET, H_SPEC);
@@ -72,43 +76,12 @@ int main(int argc, char **argv)
 	if (calibrate() != 0)
 		return finish();
 
-#ifdef H_HAS_CLOCK_GETTIME
-	if (h_fn[IMPL_CLOCK_GETTIME]) {
-		group("clock_gettime", grp_clock_gettime);
-		group("clock_gettime ids", grp_clock_gettime_ids);
-	}
-#endif
-#ifdef H_HAS_CLOCK_GETRES
-	if (h_fn[IMPL_CLOCK_GETRES]) {
-		group("clock_getres", grp_clock_getres);
-		group("clock_getres ids", grp_clock_getres_ids);
-	}
-#endif
-#ifdef H_HAS_CLOCK_GETTIME64
-	if (h_fn[IMPL_CLOCK_GETTIME64]) {
-		group("clock_gettime64", grp_clock_gettime64);
-		group("clock_gettime64 ids", grp_clock_gettime64_ids);
-	}
-#endif
-#ifdef H_HAS_CLOCK_GETRES_TIME64
-	if (h_fn[IMPL_CLOCK_GETRES_TIME64]) {
-		group("clock_getres_time64", grp_clock_getres_time64);
-		group("clock_getres_time64 ids", grp_clock_getres_time64_ids);
-	}
-#endif
-#ifdef H_HAS_GETTIMEOFDAY
-	if (h_fn[IMPL_GETTIMEOFDAY])
-		group("gettimeofday", grp_gettimeofday);
-#endif
-#ifdef H_HAS_TIME
-	if (h_fn[IMPL_TIME])
-		group("time", grp_time);
-#endif
-#ifdef H_HAS_GETCPU
-	if (h_fn[IMPL_GETCPU])
-		group("getcpu", grp_getcpu);
-#endif
+	/* The core functions' checks, as functions.toml's [NAME.harness] lists them. */
+	for (g = h_function_groups; g->name; g++)
+		if (h_fn[g->impl])
+			group(g->name, g->run);
 	group("y2038", grp_y2038);
+	/* The data page's own groups, read through clock_gettime (checks-modes.c, seqcount.c). */
 #ifdef H_HAS_CLOCK_GETTIME
 	if (h_fn[IMPL_CLOCK_GETTIME]) {
 		group("clock_mode", grp_clock_modes);

@@ -4,6 +4,7 @@
  * forks and execs) sees a given vDSO image in place of the kernel's.
  *
  *   supervise [--counts FILE] [--sysinfo OFFSET] [--exec FILE] IMAGE DATA_BYTES PROGRAM [ARG...]
+ *   supervise --dump-filter
  *
  * The program runs under ptrace with fork, vfork, clone and exec events.  At
  * each exec stop, before the new program runs one instruction, the kernel's
@@ -22,7 +23,7 @@
  * others keep the kernel's vDSO.  With --counts, a seccomp filter sends the
  * clock syscalls (clock_gettime, gettimeofday, time, clock_getres and their
  * time64 forms) to this tracer, which counts them by name and clock id and
- * writes the counts to FILE at the end.  --sysinfo gives the offset of the
+ * writes the counts to FILE at the end; --dump-filter prints that filter.  --sysinfo gives the offset of the
  * image's __kernel_vsyscall, which i386 processes get as AT_SYSINFO.
  * --exec names the file to execute, PROGRAM found in PATH (vdsogen finds
  * it), PROGRAM staying its argv[0]: an ELF file the kernel refuses (an x32
@@ -34,6 +35,50 @@
  * one line on standard error, as a shell reports it.
  */
 #define _GNU_SOURCE
+
+/*
+ * The syscall numbers of the three ABIs an x86-64 kernel runs, from the
+ * kernel's own headers.  <asm/unistd_32.h>, <asm/unistd_64.h> (through
+ * <asm/unistd.h>, with __X32_SYSCALL_BIT) and <asm/unistd_x32.h> define the
+ * same __NR_ names, so each is read into a table right after it is included,
+ * before any other header: past this point __NR_* are x32's, and this file
+ * uses only the tables (no <sys/syscall.h>).
+ */
+enum { C_GETTIME, C_GETTIMEOFDAY, C_TIME, C_GETRES, C_N };	/* the clock syscalls counted */
+
+struct abi_nrs {
+	long	mmap, munmap;		/* what inject() makes; i386's mmap2 takes its offset in pages */
+	long	counted[C_N][2];	/* the clock syscalls, by what they are; 0: none */
+};
+
+#include <asm/unistd_32.h>
+static const struct abi_nrs nrs_i386 = {
+	__NR_mmap2, __NR_munmap, {
+		[C_GETTIME] = { __NR_clock_gettime, __NR_clock_gettime64 },
+		[C_GETTIMEOFDAY] = { __NR_gettimeofday },
+		[C_TIME] = { __NR_time },
+		[C_GETRES] = { __NR_clock_getres, __NR_clock_getres_time64 },
+	},
+};
+#include <asm/unistd.h>
+static const struct abi_nrs nrs_64 = {
+	__NR_mmap, __NR_munmap, {
+		[C_GETTIME] = { __NR_clock_gettime },
+		[C_GETTIMEOFDAY] = { __NR_gettimeofday },
+		[C_TIME] = { __NR_time },
+		[C_GETRES] = { __NR_clock_getres },
+	},
+};
+#include <asm/unistd_x32.h>
+static const struct abi_nrs nrs_x32 = {
+	__NR_mmap, __NR_munmap, {
+		[C_GETTIME] = { __NR_clock_gettime },
+		[C_GETTIMEOFDAY] = { __NR_gettimeofday },
+		[C_TIME] = { __NR_time },
+		[C_GETRES] = { __NR_clock_getres },
+	},
+};
+
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -51,13 +96,11 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define PAGE 4096UL
-#define X32_BIT 0x40000000UL
 
 static const char *prog = "vdsogen run";
 
@@ -309,7 +352,8 @@ static void substitute(pid_t pid)
 	unsigned char code[PATCH];
 	int class, machine;
 	enum abi abi = tracee_abi(pid, &class, &machine);
-	long mmap_nr, munmap_nr, rc;
+	const struct abi_nrs *nrs = abi == ABI_I386 ? &nrs_i386 : abi == ABI_X32 ? &nrs_x32 : &nrs_64;
+	long rc;
 
 	if (abi == ABI_OTHER || class != image_class || machine != image_machine)
 		return;		/* another ABI: it keeps the kernel's vDSO */
@@ -325,26 +369,13 @@ static void substitute(pid_t pid)
 
 	if (ptrace(PTRACE_GETREGS, pid, 0, &saved) != 0 || mem_io(pid, 0, saved.rip, code, PATCH) != 0)
 		refuse(pid, "process %d: cannot read its registers or code", pid);
-	switch (abi) {
-	case ABI_I386:
-		mmap_nr = 192;		/* mmap2: the offset in pages */
-		munmap_nr = 91;
-		break;
-	case ABI_X32:
-		mmap_nr = SYS_mmap | X32_BIT;
-		munmap_nr = SYS_munmap | X32_BIT;
-		break;
-	default:
-		mmap_nr = SYS_mmap;
-		munmap_nr = SYS_munmap;
-	}
 	/* The kernel's vDSO goes as a whole (a special mapping cannot be split), then its excess. */
-	rc = inject(pid, abi, &saved, mmap_nr, lo, end > hi ? end - lo : hi - lo, PROT_READ | PROT_EXEC,
+	rc = inject(pid, abi, &saved, nrs->mmap, lo, end > hi ? end - lo : hi - lo, PROT_READ | PROT_EXEC,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1UL, 0);
 	if (rc != (long)lo)
 		refuse(pid, "process %d: mapping the image at 0x%lx failed (%ld)", pid, lo, rc);
 	if (hi > end) {
-		rc = inject(pid, abi, &saved, munmap_nr, end, hi - end, 0, 0, 0, 0);
+		rc = inject(pid, abi, &saved, nrs->munmap, end, hi - end, 0, 0, 0, 0);
 		if (rc != 0)
 			refuse(pid, "process %d: unmapping the rest of the kernel's vDSO failed (%ld)", pid, rc);
 	}
@@ -358,33 +389,140 @@ static void substitute(pid_t pid)
 
 /* ---- the clock-syscall counter ----------------------------------------- */
 
-enum { C_GETTIME, C_GETTIMEOFDAY, C_TIME, C_GETRES, C_N };
 static const char *const counter_names[C_N] = { "clock_gettime", "gettimeofday", "time", "clock_getres" };
 #define NCLOCKS 24
 static unsigned long counts[C_N][NCLOCKS + 1];	/* [NCLOCKS]: other clock ids */
 
-#define NR(nr, what) \
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE | (what))
+/*
+ * A classic BPF program built instruction by instruction, its jumps to
+ * labels resolved once it is complete: no offset is counted by hand.
+ */
+#define BPF_MAX 64
+#define BPF_NEXT (-1)		/* a jump's label: the next instruction */
+
+struct bpf_builder {
+	struct sock_filter insn[BPF_MAX];
+	int	jt[BPF_MAX], jf[BPF_MAX];	/* labels, or BPF_NEXT */
+	int	at[BPF_MAX];			/* label -> the instruction it names */
+	int	n, nlabels;
+};
+
+static int bpf_label(struct bpf_builder *b)
+{
+	if (b->nlabels == BPF_MAX)
+		die("the syscall counter's filter has too many labels");
+	b->at[b->nlabels] = -1;
+	return b->nlabels++;
+}
+
+/* The next instruction emitted is the one `label` names. */
+static void bpf_place(struct bpf_builder *b, int label)
+{
+	b->at[label] = b->n;
+}
+
+static void bpf_emit(struct bpf_builder *b, uint16_t code, uint32_t k, int jt, int jf)
+{
+	if (b->n == BPF_MAX)
+		die("the syscall counter's filter is longer than %d instructions", BPF_MAX);
+	b->insn[b->n] = (struct sock_filter)BPF_STMT(code, k);
+	b->jt[b->n] = jt;
+	b->jf[b->n] = jf;
+	b->n++;
+}
+
+static void bpf_stmt(struct bpf_builder *b, uint16_t code, uint32_t k)
+{
+	bpf_emit(b, code, k, BPF_NEXT, BPF_NEXT);
+}
+
+/* if (A == k) goto jt; else goto jf; */
+static void bpf_jeq(struct bpf_builder *b, uint32_t k, int jt, int jf)
+{
+	bpf_emit(b, BPF_JMP | BPF_JEQ | BPF_K, k, jt, jf);
+}
+
+/* A jump's offset: forward only, and within the 8 bits BPF gives it. */
+static uint8_t bpf_offset(const struct bpf_builder *b, int i, int label)
+{
+	int off;
+
+	if (label == BPF_NEXT)
+		return 0;
+	off = b->at[label] - (i + 1);
+	if (b->at[label] < 0 || off < 0 || off > 255)
+		die("the syscall counter's filter: instruction %d jumps to an unplaced or unreachable label", i);
+	return (uint8_t)off;
+}
+
+static void bpf_resolve(struct bpf_builder *b)
+{
+	for (int i = 0; i < b->n; i++)
+		if (BPF_CLASS(b->insn[i].code) == BPF_JMP) {
+			b->insn[i].jt = bpf_offset(b, i, b->jt[i]);
+			b->insn[i].jf = bpf_offset(b, i, b->jf[i]);
+		}
+}
+
+/* Trace each clock syscall of `nrs` (to count it, by what it is); fall through past them. */
+static void bpf_count(struct bpf_builder *b, const struct abi_nrs *nrs)
+{
+	for (int what = 0; what < C_N; what++)
+		for (int v = 0; v < 2 && nrs->counted[what][v]; v++) {
+			int other = bpf_label(b);
+
+			bpf_jeq(b, (uint32_t)nrs->counted[what][v], BPF_NEXT, other);
+			bpf_stmt(b, BPF_RET | BPF_K, SECCOMP_RET_TRACE | what);
+			bpf_place(b, other);
+		}
+}
+
+/*
+ * The filter: x86-64 syscalls (x32's come with AUDIT_ARCH_X86_64 too, their
+ * numbers with __X32_SYSCALL_BIT), then i386's; the clock syscalls go to
+ * this tracer, everything else runs.
+ */
+static void build_counter(struct bpf_builder *b)
+{
+	static const struct { uint32_t arch; const struct abi_nrs *nrs[2]; } abis[] = {
+		{ AUDIT_ARCH_X86_64, { &nrs_64, &nrs_x32 } },
+		{ AUDIT_ARCH_I386, { &nrs_i386, NULL } },
+	};
+
+	bpf_stmt(b, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+	for (size_t a = 0; a < sizeof(abis) / sizeof(abis[0]); a++) {
+		int other_arch = bpf_label(b);
+
+		bpf_jeq(b, abis[a].arch, BPF_NEXT, other_arch);
+		bpf_stmt(b, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+		for (int i = 0; i < 2 && abis[a].nrs[i]; i++)
+			bpf_count(b, abis[a].nrs[i]);
+		bpf_stmt(b, BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+		bpf_place(b, other_arch);
+	}
+	bpf_stmt(b, BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	bpf_resolve(b);
+}
+
+/* supervise --dump-filter: the counter's program, one "code jt jf k" line per instruction (for the tests). */
+static int dump_counter(void)
+{
+	struct bpf_builder b = { .n = 0 };
+
+	build_counter(&b);
+	for (int i = 0; i < b.n; i++)
+		printf("%#06x %u %u %#x\n", b.insn[i].code, b.insn[i].jt, b.insn[i].jf, b.insn[i].k);
+	return 0;
+}
 
 static void install_counter(void)
 {
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 18),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		NR(228, C_GETTIME), NR(96, C_GETTIMEOFDAY), NR(201, C_TIME), NR(229, C_GETRES),
-		NR(228 | X32_BIT, C_GETTIME), NR(96 | X32_BIT, C_GETTIMEOFDAY), NR(201 | X32_BIT, C_TIME),
-		NR(229 | X32_BIT, C_GETRES),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		/* i386: clock_gettime, clock_gettime64, gettimeofday, time, clock_getres, clock_getres_time64 */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_I386, 0, 13),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		NR(265, C_GETTIME), NR(403, C_GETTIME), NR(78, C_GETTIMEOFDAY), NR(13, C_TIME),
-		NR(266, C_GETRES), NR(406, C_GETRES),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog fp = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	struct bpf_builder b = { .n = 0 };
+	struct sock_fprog fp;
 
+	build_counter(&b);
+	fp.len = (unsigned short)b.n;
+	fp.filter = b.insn;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
 	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp) != 0) {
 		fprintf(stderr, "%s: cannot install the syscall counter: %s\n", prog, strerror(errno));
@@ -470,6 +608,8 @@ int main(int argc, char **argv)
 	int status, err;
 	pid_t child, pid;
 
+	if (argc == 2 && strcmp(argv[1], "--dump-filter") == 0)
+		return dump_counter();
 	while (argc > 2 && strncmp(argv[1], "--", 2) == 0) {
 		if (strcmp(argv[1], "--counts") == 0)
 			counts_path = argv[2];

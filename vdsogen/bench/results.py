@@ -17,8 +17,9 @@ counter.  Nothing here judges a figure: a benchmark is never a test.
 import statistics
 from dataclasses import dataclass, field
 
+from vdsogen.spec import functions
+
 WAYS = ("image", "live", "syscall", "counter")
-COUNTER_CLOCKS = ("REALTIME", "MONOTONIC", "MONOTONIC_RAW", "BOOTTIME", "TAI")
 
 
 @dataclass(frozen=True)
@@ -70,10 +71,11 @@ class Line:
 
     @property
     def reads_counter(self):
-        """A call whose answer comes from the counter: the floor is the read alone."""
-        if self.function in ("clock_gettime", "clock_gettime64"):
-            return self.what in COUNTER_CLOCKS
-        return self.function == "gettimeofday"
+        """A call whose answer comes from the counter: the floor is the read alone
+        (functions.toml: a hot path of one counter read, on a row of a counter clock)."""
+        f = functions.get(self.function)
+        bench = f.harness.bench if f and f.harness else None
+        return bench is not None and bench.reads_counter(self.what)
 
     @property
     def label(self):
@@ -173,22 +175,6 @@ def _ratio_cell(s):
     return "-" if s is None else f"{s.median:.3f} [{s.q1:.3f}-{s.q3:.3f}]"
 
 
-# The hot-path classes counted per function: (label, the counter reads the
-# path may make; the fewest instructions over them count).  getcpu may take
-# its CPU number from the counter's instruction (s390's stcke, whose
-# programmable field holds it; rdtscp's TSC_AUX), so a path with one read
-# counts too.
-HOT_PATHS = {
-    "clock_gettime": (("counter clock", (1,)), ("coarse clock", (0,))),
-    "clock_gettime64": (("counter clock", (1,)), ("coarse clock", (0,))),
-    "gettimeofday": (("", (1,)),),
-    "time": (("", (0,)),),
-    "clock_getres": (("", (0,)),),
-    "clock_getres_time64": (("", (0,)),),
-    "getcpu": (("", (0, 1)),),
-}
-
-
 @dataclass
 class HotPaths:
     """Hot-path instruction counts: columns (label, path or None), rows (call, {label: count})."""
@@ -281,4 +267,4 @@ def document(meta, run, hot):
     return out
 
 
-__all__ = ["parse", "Run", "Line", "Spread", "HotPaths", "HOT_PATHS", "table", "document"]
+__all__ = ["parse", "Run", "Line", "Spread", "HotPaths", "table", "document"]

@@ -153,12 +153,15 @@ def hot_paths(target, image, live=None, references=()):
             hot.notes.append(f"{path}: no symbols beside it (vdso.so.dbg): its cold functions count as hot")
     hot.columns = [(label, path) for label, path, _ in columns]
     for f in target.functions:
-        if f.name not in results.HOT_PATHS:
+        # The hot-path classes of each function, with the counter reads each may make
+        # (functions.toml [NAME.harness.bench]); the fewest instructions over them count.
+        bench = f.harness.bench if f.harness else None
+        if bench is None:
             continue
         name = next((e.name for e in target.exports if e.function is f), None)
         if name is None:
             continue
-        for cls, reads in results.HOT_PATHS[f.name]:
+        for cls, reads in bench.hot_paths:
             counts = {}
             for label, _path, img in columns:
                 found = [] if img is None else [hotpath.export_hot_path(img, name, n, avoid.get(label, ()))

@@ -143,29 +143,10 @@ def read_embedding(target, so, dbg, name=DEFAULT_NAME):
                      build_id, (alt.offset, alt.size) if alt else None)
 
 
-def _cnum(value):
-    """A C constant that stays one token in any expression."""
-    return f"(-{-value:#x})" if value < 0 else f"{value:#x}"
-
-
-def _ldnum(value):
-    return f"-{-value:#x}" if value < 0 else f"{value:#x}"
-
-
 def render(target, emb, kinds):
-    """[(file name, bytes)] of the embedding outputs `kinds` for `emb`."""
-    import jinja2
+    """[(file name, bytes)] of the embedding outputs `kinds` for `emb`, each
+    from templates/emit-<file>.j2 through the one Renderer (vdsogen/gen/render.py)."""
+    from vdsogen.gen.render import Renderer
 
-    from vdsogen.gen.render import environment
-
-    env = environment(target)
-    env.filters["cnum"] = _cnum
-    env.filters["ldnum"] = _ldnum
-    out = []
-    for fname in output_names(kinds):
-        try:
-            text = env.get_template(f"emit-{fname}.j2").render(target=target, emb=emb, n=emb.name)
-        except jinja2.TemplateError as e:
-            raise BuildError(f"templates/emit-{fname}.j2: template error: {e.message}") from None
-        out.append((fname, text.encode()))
-    return out
+    r = Renderer(target)
+    return [(fname, r.render(f"emit-{fname}.j2", emb=emb, n=emb.name).encode()) for fname in output_names(kinds)]

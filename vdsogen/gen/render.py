@@ -1,7 +1,12 @@
 """Writers: the model rendered through templates/ and arch/ into sources.
 
 One template per output; arch fragments are included by name from the
-spec.  Only the model's public attributes reach the templates.
+spec.  Only the model's public attributes reach the templates.  Every
+writer renders through a Renderer: the vDSO's sources (sources()), the
+harness's headers and checks (vdsogen/harness/driver.py) and the --emit
+outputs (vdsogen/build/emit.py) share one environment, one context and one
+error wrapper, which turns a template error into a SpecError naming the
+template or fragment file and line.
 """
 
 import os
@@ -29,7 +34,18 @@ def _relpath(p, roots):
     return str(p)
 
 
-def environment(target):
+def _cnum(value: int) -> str:
+    """A C constant that stays one token in any expression."""
+    return f"(-{-value:#x})" if value < 0 else f"{value:#x}"
+
+
+def _ldnum(value: int) -> str:
+    """A linker-script constant."""
+    return f"-{-value:#x}" if value < 0 else f"{value:#x}"
+
+
+def environment(target) -> jinja2.Environment:
+    """The one Jinja2 environment of a target: templates/, then its arch fragment trees."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader([str(paths.TEMPLATES), *target.fragment_roots]),
         undefined=jinja2.StrictUndefined,
@@ -40,6 +56,8 @@ def environment(target):
     )
     shown = [*reversed(target.fragment_roots), os.path.dirname(target.path)]
     env.filters["relpath"] = lambda p: _relpath(p, shown)
+    env.filters["cnum"] = _cnum
+    env.filters["ldnum"] = _ldnum
 
     def fail(key, message):
         raise SpecError(target.path, key, message)
@@ -48,30 +66,71 @@ def environment(target):
     return env
 
 
-def _context(target):
+def context(target) -> dict:
+    """What every template sees: the target, its data pages and layout, the
+    counter fragment's parameters (checked by the model against
+    arch/ARCH/contract.toml) and every declared function."""
     dp = target.datapage
     return {
         "target": target,
         "dp": dp,
         "layout": dp.layout,
-        "params": target.counter.params,   # checked by the model against arch/ARCH/contract.toml
+        "params": target.counter.params,
         "declared": tuple(functions.catalogue().values()),
     }
 
 
+def _template_line(tb, roots):
+    """(file, line) of the innermost template frame of a traceback (Jinja2
+    rewrites them to the template's own file and line), or None."""
+    found = None
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if any(os.path.commonpath([os.path.abspath(name), r]) == r for r in roots if os.path.isabs(name)):
+            found = (name, tb.tb_lineno)
+        tb = tb.tb_next
+    return found
+
+
+class Renderer:
+    """One target's templates rendered with one environment and one context.
+
+    A template error becomes a SpecError naming the template or fragment
+    file and line; a missing top-level template is "missing", with the
+    caller's reason appended.
+    """
+
+    def __init__(self, target):
+        self.target = target
+        self.env = environment(target)
+        self.context = context(target)
+        self._roots = [os.path.abspath(r) for r in (paths.TEMPLATES, *target.fragment_roots)]
+
+    def render(self, name: str, *, missing: str | None = None, **extra) -> str:
+        """Template `name` (a templates/ file or target.fragment(...)) with the context and `extra`."""
+        relpath = self.env.filters["relpath"]
+        try:
+            return self.env.get_template(name).render(**self.context, **extra)
+        except jinja2.TemplateNotFound as e:
+            if e.name == name:
+                raise SpecError(name, None, "missing" + (f" ({missing})" if missing else "")) from None
+            where, message = name, f"template error: {e.message}"
+        except jinja2.TemplateError as e:
+            message = f"template error: {e.message}"
+            line = getattr(e, "lineno", None)
+            filename = getattr(e, "filename", None)
+            if line is None or filename is None:
+                frame = _template_line(e.__traceback__, self._roots)
+                if frame:
+                    filename, line = frame
+            where = relpath(filename or name) + (f":{line}" if line else "")
+        raise SpecError(where, None, message)
+
+
 def sources(target):
     """[(file name, text)] for one target, in build order."""
-    env = environment(target)
-    ctx = _context(target)
-
-    def render(name, **extra):
-        try:
-            return env.get_template(name).render(**ctx, **extra)
-        except jinja2.TemplateError as e:
-            where = getattr(e, "filename", None) or name
-            line = getattr(e, "lineno", None)
-            raise SpecError(env.filters["relpath"](where) + (f":{line}" if line else ""), None,
-                            f"template error: {e.message}") from None
+    r = Renderer(target)
+    render = r.render
 
     out = [(name, (paths.TEMPLATES / name).read_text()) for name in STATIC]
     out += [
@@ -90,4 +149,3 @@ def sources(target):
                                               nr=target.syscall(t.syscall))))
     out.append(("vdso.lds", render("vdso.lds.j2")))
     return out
-

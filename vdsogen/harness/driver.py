@@ -10,7 +10,10 @@ configuration, types, data-page structures, counter read and barriers) and
 harness_target.h
 (templates/harness_target.h.j2: the exported functions with a typed call
 wrapper each, the return convention, versions, trampolines, layout facts,
-syscall numbers).  Each function an arch fragment implements has its check
+syscall numbers), and harness_functions.h and .c
+(templates/harness_functions.*.j2: the core functions' wiring from
+functions.toml's [NAME.harness]: their flavours, check groups and benchmark
+rows).  Each function an arch fragment implements has its check
 beside it, arch/ARCH/harness-check-NAME.c.j2, rendered and compiled in for
 the targets that export it.  The harness runs natively or under qemu-user,
 prints one line per check and a summary; this module relays those lines
@@ -26,7 +29,6 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
 
 from vdsogen import paths
 from vdsogen.errors import HarnessError, VdsogenError
@@ -104,34 +106,44 @@ def arch_checks(target):
     return list(target.arch_functions) + [ArchCheck(name) for name in target.harness.checks]
 
 
-def _render(env, target, name, **extra):
-    try:
-        return env.get_template(name).render(target=target, dp=target.datapage,
-                                             layout=target.datapage.layout, **extra)
-    except jinja2.TemplateNotFound as e:
-        if e.name != name:
-            raise HarnessError(f"{name}: template error: {e.message}") from None
-        raise HarnessError(f"{name}: missing (every function an arch fragment implements "
-                           f"is checked by a fragment beside it)") from None
-    except jinja2.TemplateError as e:
-        where = env.filters["relpath"](getattr(e, "filename", None) or name)
-        line = getattr(e, "lineno", None)
-        raise HarnessError(f"{where}{f':{line}' if line else ''}: template error: {e.message}") from None
+def function_wiring(target) -> dict:
+    """What templates/harness_functions.*.j2 render from functions.toml's
+    [NAME.harness] tables: `wired`, the exported functions that have one, in
+    declaration order; `syscalls`, every syscall a core function's checks or
+    benchmark make (NR_<SYSCALL>); `rows`, the benchmark's (function, clock
+    name or None) lines."""
+    from vdsogen.spec import functions
+
+    order = list(functions.catalogue())
+    wired = sorted((f for f in target.functions if f.harness),
+                   key=lambda f: order.index(f.name) if f.name in order else len(order))
+    syscalls = []
+    for f in functions.catalogue().values():
+        if f.harness:
+            syscalls += [s for s in (f.syscall, f.harness.bench and f.harness.bench.syscall) if s]
+    rows = [(f, row) for f in wired if f.harness.bench for row in (f.harness.bench.rows or (None,))]
+    return {"wired": wired, "syscalls": list(dict.fromkeys(syscalls)), "rows": rows, "nrows": len(rows)}
 
 
 def harness_sources(target):
     """[(file name, text)] of the generated files the harness needs: headers,
-    then the arch checks (check-NAME.c)."""
-    from vdsogen.gen.render import environment, sources
+    the core functions' wiring, then the arch checks (check-NAME.c).
+    Everything renders through the one Renderer of vdsogen/gen/render.py, as
+    the vDSO's sources do."""
+    from vdsogen.gen.render import Renderer, sources
 
     rendered = dict(sources(target))
     out = [(name, rendered[name]) for name in VDSO_HEADERS]
-    env = environment(target)
+    r = Renderer(target)
     checks = arch_checks(target)
-    out.append(("harness_target.h", _render(env, target, "harness_target.h.j2", arch_checks=checks)))
+    out.append(("harness_target.h", r.render("harness_target.h.j2", arch_checks=checks)))
+    wiring = function_wiring(target)
+    out.append(("harness_functions.h", r.render("harness_functions.h.j2", **wiring)))
+    out.append(("harness_functions.c", r.render("harness_functions.c.j2", **wiring)))
     for f in checks:
-        out.append((f"check-{f.name}.c", _render(env, target, target.fragment(f"harness-check-{f.name}.c.j2"),
-                                                 f=f)))
+        out.append((f"check-{f.name}.c", r.render(target.fragment(f"harness-check-{f.name}.c.j2"), f=f,
+                                                  missing="every function an arch fragment implements "
+                                                          "is checked by a fragment beside it")))
     return out
 
 
@@ -354,4 +366,5 @@ def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=Non
 
 
 __all__ = ["build_harness", "run_harness", "run_tests", "run_tests_full", "harness_sources", "arch_checks",
+           "function_wiring",
            "Outcome", "compiler", "runner"]

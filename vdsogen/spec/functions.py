@@ -2,8 +2,11 @@
 
 Each declaration carries the C signature, how the result reports an error,
 whether the function reads the time data, its fallback syscall and who
-implements it.  The entry points, the core's feature macros, the asm
-wrappers and the harness's calls are all written from these objects.
+implements it, and for a core function its harness wiring ([NAME.harness]:
+its check groups, how its result is compared with its syscall, its
+benchmark rows and hot paths).  The entry points, the core's feature
+macros, the asm wrappers, the harness's calls, checks and benchmark rows
+(templates/harness_functions.*.j2) are all written from these objects.
 """
 
 import re
@@ -16,6 +19,21 @@ from vdsogen.spec.toml import C_IDENT, Table, load_toml
 CATALOGUE = Path(__file__).resolve().parent / "functions.toml"
 RESULTS = ("errno", "value")
 WHERE = ("core", "arch")
+# How the harness compares a result with its syscall: "timespec", a clock id
+# in and a timespec out (harness/internal.h: struct ts_flavour fl_NAME).
+FLAVOURS = ("timespec",)
+# Checks of harness/checks-clock.c that take a flavour: check_NAME(&fl_FUNCTION).
+FLAVOUR_CHECKS = ("clocks", "resolutions", "ids")
+# Checks with code of one function's own: check_FUNCTION(void), named after it.
+FUNCTION_CHECKS = ("gettimeofday", "time", "getcpu")
+# Call shapes of harness/bench.c (SH_<SHAPE>): the flavour ones take a clock per row.
+FLAVOUR_SHAPES = ("gettime", "getres")
+FUNCTION_SHAPES = ("gettimeofday", "time", "getcpu")
+# Linux's clock ids (uapi linux/time.h) a benchmark row may name; C_<NAME> in harness/internal.h.
+CLOCK_IDS = {"REALTIME": 0, "MONOTONIC": 1, "PROCESS_CPUTIME_ID": 2, "MONOTONIC_RAW": 4, "REALTIME_COARSE": 5,
+             "MONOTONIC_COARSE": 6, "BOOTTIME": 7, "BOOTTIME_ALARM": 9, "TAI": 11}
+# The clocks the counter advances: a row of one reads the counter where the function's hot path does.
+COUNTER_CLOCKS = ("REALTIME", "MONOTONIC", "MONOTONIC_RAW", "BOOTTIME", "TAI")
 _PARAM = re.compile(r"(?P<type>[A-Za-z_][A-Za-z0-9_ ]*?[ *]+)(?P<name>[A-Za-z_][A-Za-z0-9_]*)\Z")
 
 
@@ -30,6 +48,34 @@ class Param:
 
 
 @dataclass(frozen=True)
+class Bench:
+    """How `vdsogen bench` times a core function ([NAME.harness.bench])."""
+    shape: str              # SH_<SHAPE> of harness/bench.c
+    rows: tuple             # clock names, one line each ("function:CLOCK"); () for one line "function"
+    syscall: str | None     # the syscall the "syscall" way times
+    hot_paths: tuple        # ((label, (counter reads the path may make, ...)), ...); label "" for one path
+
+    def reads_counter(self, row: str | None) -> bool:
+        """Whether the line of `row` (a clock name, or "") answers from one counter read."""
+        if not any(reads == (1,) for _, reads in self.hot_paths):
+            return False
+        return not row or row in COUNTER_CLOCKS
+
+
+@dataclass(frozen=True)
+class Harness:
+    """A core function's harness wiring ([NAME.harness])."""
+    flavour: str | None     # how its result is compared with its syscall (FLAVOURS), or None
+    checks: tuple           # its check groups, in order (FLAVOUR_CHECKS, or its own name)
+    y2038: bool             # the y2038 group checks it past 2038 and 2^32 seconds
+    bench: Bench | None
+
+    def group(self, function: str, check: str) -> str:
+        """The name the harness gives the group of `check`."""
+        return function if check == function else f"{function} {check}"
+
+
+@dataclass(frozen=True)
 class Function:
     name: str
     returns: str
@@ -39,6 +85,7 @@ class Function:
     uses_data: bool
     where: str              # "core" or "arch"
     c_call: bool            # callable as a C function of its prototype
+    harness: Harness | None = None  # core functions: the harness's checks and benchmark rows
 
     @property
     def feature(self):
@@ -65,11 +112,81 @@ class Function:
     def prototype(self, symbol):
         return f"{self.returns} {symbol}({self.param_list})"
 
+    @property
+    def timespec(self):
+        """The timespec type of a "timespec" flavour: "struct vdso_timespec64"."""
+        return self.params[1].ctype.rstrip(" *")
 
-@lru_cache(maxsize=None)
-def catalogue():
-    """name -> Function, in declaration order."""
-    top = Table(CATALOGUE, load_toml(CATALOGUE))
+
+def _harness(t, name, params, syscall, where):
+    """[NAME.harness] of one declaration, checked."""
+    h = t.table("harness", None)
+    if h is None:
+        return None
+    if where != "core":
+        t.error("harness", "only a core function has one: an arch function's check is "
+                           "arch/ARCH/harness-check-NAME.c.j2")
+    flavour = h.str("flavour", None, choices=FLAVOURS)
+    if flavour == "timespec":
+        if (len(params) != 2 or params[0].ctype != "clockid_t" or not params[1].ctype.startswith("struct ")
+                or not params[1].ctype.endswith("*")):
+            h.error("flavour", f'"timespec" takes (clockid_t, struct ... *), {name} takes '
+                               f'({", ".join(str(p) for p in params)})')
+        if syscall is None:
+            h.error("flavour", f"{name} has no syscall to be compared with")
+    checks = h.list("checks", str, [], kindname="a string")
+    for i, c in enumerate(checks):
+        if c in FLAVOUR_CHECKS and flavour is None:
+            h.error(f"checks[{i}]", f"{c!r} compares through a flavour: {name} has none (flavour = \"timespec\")")
+        if c not in FLAVOUR_CHECKS and c != name:
+            h.error(f"checks[{i}]", f"{c!r} is not a harness check: one of {', '.join(FLAVOUR_CHECKS)}, or "
+                                    f"{name!r} (check_{name}() of its own"
+                                    f"{'' if name in FUNCTION_CHECKS else ', which harness/*.c does not have'})")
+        if c == name and c not in FUNCTION_CHECKS:
+            h.error(f"checks[{i}]", f"harness/*.c has no check_{c}(): one of {', '.join(FLAVOUR_CHECKS)}")
+    if len(set(checks)) != len(checks):
+        h.error("checks", "a check is listed twice")
+    y2038 = h.bool("y2038", False)
+    if y2038 and flavour is None:
+        h.error("y2038", "the y2038 group checks a flavour: this function has none")
+    bench = None
+    b = h.table("bench", None)
+    if b is not None:
+        shape = b.str("shape", choices=FLAVOUR_SHAPES + FUNCTION_SHAPES)
+        if shape in FLAVOUR_SHAPES:
+            if flavour is None:
+                b.error("shape", f"{shape!r} calls through a flavour: {name} has none")
+            rows = b.list("rows", str, kindname="a string")
+            if not rows:
+                b.error("rows", "no rows: each names a clock")
+            for i, r in enumerate(rows):
+                if r not in CLOCK_IDS:
+                    b.error(f"rows[{i}]", f"{r!r} is not a clock: one of {', '.join(CLOCK_IDS)}")
+        else:
+            if shape != name:
+                b.error("shape", f"{shape!r} is {shape}()'s own call: {name} takes one of "
+                                 f"{', '.join(FLAVOUR_SHAPES)} or a shape of its own in harness/bench.c")
+            rows = []
+        paths_ = []
+        if b.has("hot_path") == b.has("hot_paths"):
+            b.error("hot_paths", "give hot_path (one path: the counter reads it may make) or hot_paths "
+                                 "(label = reads, for each class of call), not both")
+        if b.has("hot_path"):
+            paths_.append(("", tuple(b.list("hot_path", int, kindname="an integer"))))
+        else:
+            hp = b.table("hot_paths")
+            for label in hp.keys():
+                paths_.append((label, tuple(hp.list(label, int, kindname="an integer"))))
+            hp.done()
+        bench = Bench(shape, tuple(rows), b.ident("syscall", syscall), tuple(paths_))
+        b.done()
+    h.done()
+    return Harness(flavour, tuple(checks), y2038, bench)
+
+
+def load_catalogue(path: Path) -> dict:
+    """name -> Function of the declarations in `path`, in declaration order."""
+    top = Table(path, load_toml(path))
     out = {}
     for name in top.keys():
         if not C_IDENT.match(name):
@@ -81,12 +198,19 @@ def catalogue():
             if not m:
                 t.error(f"params[{i}]", f"{text!r} is not a C parameter \"type name\"")
             params.append(Param(m["type"].strip(), m["name"]))
-        out[name] = Function(name, t.str("returns"), tuple(params), t.ident("syscall", None),
-                             t.str("result", choices=RESULTS), t.bool("data"), t.str("where", choices=WHERE),
-                             t.bool("c_call", True))
+        syscall, where = t.ident("syscall", None), t.str("where", choices=WHERE)
+        out[name] = Function(name, t.str("returns"), tuple(params), syscall,
+                             t.str("result", choices=RESULTS), t.bool("data"), where,
+                             t.bool("c_call", True), _harness(t, name, params, syscall, where))
         t.done()
     top.done()
     return out
+
+
+@lru_cache(maxsize=None)
+def catalogue():
+    """name -> Function of functions.toml, in declaration order."""
+    return load_catalogue(CATALOGUE)
 
 
 def get(name):
