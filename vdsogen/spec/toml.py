@@ -93,6 +93,11 @@ class Table:
             return self.key or None
         return f"{self.key}.{key}" if self.key else key
 
+    def _misspelt(self, key: builtins.str) -> builtins.str:
+        """" (the table has 'x': misspelt?)" when a key nobody asked for is close to `key`."""
+        close = difflib.get_close_matches(key, [k for k in self._data if k not in self._asked], n=1, cutoff=0.6)
+        return f" (the table has {close[0]!r}: misspelt?)" if close else ""
+
     def has(self, key: builtins.str) -> builtins.bool:
         return key in self._data
 
@@ -100,7 +105,7 @@ class Table:
         self._asked.add(key)
         if key not in self._data:
             if default is _MISSING:
-                self.error(key, "missing required key")
+                self.error(key, f"missing required key{self._misspelt(key)}")
             return default
         self._used.add(key)
         value = self._data[key]
@@ -166,7 +171,7 @@ class Table:
         self._asked.add(key)
         if key not in self._data:
             if default is _MISSING:
-                self.error(key, "missing required key")
+                self.error(key, f"missing required key{self._misspelt(key)}")
             return default
         self._used.add(key)
         return self._data[key]
