@@ -13,8 +13,9 @@ A new ISA (docs/hacking.rst, "A new ISA"):
      counter reads, syscalls and returns: base.word_classifier), and only the
      Isa fields where the machine differs from the defaults (code byte
      order, DT_HASH word, r_info, Thumb-like entry modes, delay slots).
-  2. its ABI in vdsogen/spec/abi.toml (`machine` = the EM_ number);
-  3. its fragments in arch/ARCH/ and its spec(s) in specs/;
+  2. its ABI in vdsogen/spec/abi.toml (`machine` = the EM_ number, and
+     [ABI.syscalls]: instruction, result convention, numbers);
+  3. arch/ARCH/contract.toml and its fragments, its spec(s) in specs/;
   4. the loader stub: a `#elif defined(__ARCH__)` branch of start() in
      runner/loader.c (the entry into a program, as the kernel makes it),
      and, for a harness without a C library, harness/freestanding/arch/ARCH/;
