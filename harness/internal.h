@@ -34,8 +34,6 @@
 
 #define NSEC_PER_SEC		1000000000LL
 #define SENTINEL		0xa5
-#define CLOCKMODE_NONE		0
-#define CLOCKMODE_TIMENS	0x7fffffff
 
 /* A call's result as the target's convention shows it, for messages. */
 #define RET(r)		h_ret_str((r), (char[64]){ 0 }, 64)
