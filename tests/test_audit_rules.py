@@ -13,11 +13,6 @@ from vdsogen.elf.consts import DT, PF_R, PF_W, PF_X, PT_GNU_EH_FRAME, PT_GNU_STA
 from vdsogen.elf.reader import ElfImage
 
 
-@pytest.fixture(scope="session")
-def corpus(tmp_path_factory):
-    return corpus_images.shared(tmp_path_factory)
-
-
 # arm64-compat images are ARM EABI images like arm's: the ELF cannot tell them apart.
 ARCH = {"arm64-compat": "arm64-compat"}
 
