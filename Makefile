@@ -1,13 +1,18 @@
 # Convenience wrappers; every target goes through scripts/setup.sh.
-.PHONY: all images test setup clean
+.PHONY: all images test check-fast setup clean
 
 all: images
 
 images:
 	sh scripts/main.sh
 
+# The whole suite, as the README says.
 test:
 	sh scripts/test.sh
+
+# The quick tier (under a minute on two cores): tests/conftest.py FAST_MODULES.
+check-fast:
+	sh scripts/test.sh -m fast
 
 setup:
 	sh scripts/setup.sh

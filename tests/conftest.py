@@ -273,3 +273,18 @@ def good_runs(tmp_path_factory):
         return cache[name]
 
     return get
+
+
+# --- the fast tier ----------------------------------------------------------
+
+# `make check-fast` runs the tests marked fast: these modules, whose tests read
+# specs, layouts and the model, render sources and check a few images, with
+# no harness run and no audit corpus (its build alone takes 20 s).  Everything
+# runs in the full suite (`sh scripts/test.sh`).
+FAST_MODULES = {"test_spec", "test_spec_extends", "test_layout", "test_golden", "test_rules", "test_kconfig"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.module is not None and item.module.__name__ in FAST_MODULES:
+            item.add_marker(pytest.mark.fast)
