@@ -1,5 +1,5 @@
 # Convenience wrappers; every target goes through scripts/setup.sh.
-.PHONY: all images test check-fast setup clean
+.PHONY: all images test check-fast lint setup clean
 
 all: images
 
@@ -14,8 +14,12 @@ test:
 check-fast:
 	sh scripts/test.sh -m fast
 
+# pyflakes, type hints on the typed packages' public functions, mypy (mypy.ini).
+lint: setup
+	sh scripts/lint.sh
+
 setup:
 	sh scripts/setup.sh
 
 clean:
-	rm -rf out .pytest_cache
+	rm -rf out .pytest_cache .mypy_cache
