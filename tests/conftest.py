@@ -1,5 +1,13 @@
+"""What the test modules share.  A test module never imports another test
+module: the helpers two or more of them use live here, plain functions
+imported from conftest (`from conftest import vdsogen`), and the per-session
+caches (built images, compiled harnesses, harness runs, the audit corpus)
+are fixtures."""
+
 import io
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -9,14 +17,20 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+import corpus as corpus_images  # noqa: E402
+from vdsogen import paths  # noqa: E402
 from vdsogen.build.image import build_target  # noqa: E402
 from vdsogen.audit.check import build_validator  # noqa: E402
+from vdsogen.gen.render import sources  # noqa: E402
+from vdsogen.harness.driver import build_harness, run_harness, run_tests_full  # noqa: E402
 from vdsogen.spec.model import load_target  # noqa: E402
 from vdsogen.build.toolchain import Builder  # noqa: E402
 
 # Every spec under specs/ is a target the suite builds, checks and runs.
 TARGETS = tuple(sorted(p.stem for p in (ROOT / "specs").glob("*.toml")))
 
+
+# --- images -----------------------------------------------------------------
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory):
@@ -78,6 +92,50 @@ def dynsym(path):
     return {s.name: s for s in elf(path).get_section_by_name(".dynsym").iter_symbols()}
 
 
+# --- the audit corpus -------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory):
+    """corpus(name) -> path of the audit corpus image (tests/corpus.py), built once per session."""
+    return corpus_images.shared(tmp_path_factory)
+
+
+# Every image the ELF oracles read: the corpus's and each target's vdso.so and vdso.so.dbg.
+IMAGES = [f"corpus:{name}" for name in corpus_images.RECIPES] + \
+         [f"vdsogen:{t}.{kind}" for t in TARGETS for kind in ("so", "dbg")]
+
+
+def image_path(spec, corpus, built):
+    """The file of one of IMAGES, given the corpus and built fixtures."""
+    source, name = spec.split(":")
+    if source == "corpus":
+        return corpus(name)
+    target, kind = name.split(".")
+    _t, so, dbg = built(target)
+    return so if kind == "so" else dbg
+
+
+# --- the command line and a private tree ------------------------------------
+
+def vdsogen(*args, env=None, cwd=None):
+    """Run `python -m vdsogen ARGS` from the top of the tree, with env added to the environment."""
+    full = dict(os.environ, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "vdsogen", *args], cwd=cwd or ROOT, env=full,
+                          capture_output=True, text=True, timeout=300)
+
+
+def run_cli(root, *args):
+    """vdsogen on the tree at root (a project_copy), through VDSOGEN_ROOT."""
+    return vdsogen(*args, env={"VDSOGEN_ROOT": str(root)})
+
+
+def edit(path, old, new, count=1):
+    """Replace old by new in the file at path; old must be there."""
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, count))
+
+
 @pytest.fixture
 def project_copy(tmp_path):
     """A private copy of specs/, arch/ and templates/ to break, used through VDSOGEN_ROOT."""
@@ -86,3 +144,147 @@ def project_copy(tmp_path):
         if (ROOT / d).exists():
             shutil.copytree(ROOT / d, root / d)
     return root
+
+
+# --- the C test harness -----------------------------------------------------
+
+def harness_target(name):
+    """The target as the harness runs it: its test build (an injected
+    counter) where qemu-user cannot read the spec's counter."""
+    target = load_target(name)
+    return target.test_build() if target.harness.injected_counter else target
+
+
+CLOCKS = ["REALTIME", "MONOTONIC", "MONOTONIC_RAW", "BOOTTIME", "TAI",
+          "REALTIME_COARSE", "MONOTONIC_COARSE"]
+
+# Ids the page does not serve, compared with the raw syscall (harness/checks-clock.c: h_syscall_ids).
+SYSCALL_IDS = [3, 8, 9, 10, 13, 14, 15, 16, 23, -1, -2, -6, -57, -2**31]
+
+
+def expected_checks(target):
+    """Check names the harness must report for target, from its spec."""
+    impls = {e.impl for e in target.exports}
+    names = ["map", "image", "counter", "syscall_numbers"]
+    if (paths.ARCH / target.arch / "harness-patch.h.j2").is_file():
+        names.append("patch")
+    names += [f"symbol.{name}" for name, _, _ in target.symbols()]
+    names += [f"trampoline.{t.name}" for t in target.trampolines]
+    for fn in ("clock_gettime", "clock_gettime64"):
+        if fn in impls:
+            names += [f"{fn}.{c}" for c in CLOCKS]
+            names += [f"{fn}.PROCESS_CPUTIME_ID", f"{fn}.invalid_12", f"{fn}.invalid_100"]
+            names += [f"{fn}.id_{i}" for i in SYSCALL_IDS]
+            names += [f"y2038.{fn}.{c}" for c in ("REALTIME", "REALTIME_COARSE")]
+    names += [f"y2038.{i}" for i in ("gettimeofday", "time") if i in impls]
+    if "clock_gettime" in impls:
+        if target.datapage.layout.has_max_cycles:
+            names += ["max_cycles.forced", "max_cycles.overflow"]
+        names += [f"clock_mode.{m}" for m in target.counter.modes]
+        names += [f"clock_mode.{max(target.counter.modes) + 1}.syscall"]
+        names += [f"mode_none.{c}" for c in CLOCKS]
+        names += ["seqcount.wait.MONOTONIC", "seqcount.wait.MONOTONIC_RAW",
+                  "seqcount.wait.REALTIME_COARSE", "seqcount.concurrent"]
+        if target.datapage.layout.has_timens:
+            names += [f"timens.{c}" for c in CLOCKS]
+            names += [f"timens.{i}" for i in ("gettimeofday", "time", "clock_getres") if i in impls]
+        names += [f"mode_none.{i}" for i in ("gettimeofday", "time") if i in impls]
+    for fn in ("clock_getres", "clock_getres_time64"):
+        if fn in impls:
+            names += [f"{fn}.{c}" for c in CLOCKS]
+            names += [f"{fn}.NULL", f"{fn}.invalid_12", f"{fn}.invalid_100"]
+            names += [f"{fn}.id_{i}" for i in SYSCALL_IDS]
+    if "gettimeofday" in impls:
+        names += ["gettimeofday", "gettimeofday.tz", "gettimeofday.NULL"]
+    if "time" in impls:
+        names += ["time", "time.NULL"]
+    for impl in ("getcpu", "get_tbfreq", "sync_dicache", "flush_icache", "riscv_hwprobe"):
+        if impl in impls:
+            names.append(impl)
+    names += list(target.harness.checks)
+    if "vsyscall" in impls:
+        names += ["vsyscall.getpid", "vsyscall.error", "vsyscall.six_arguments"]
+    if target.trampolines and (paths.ARCH / target.arch / "harness-signal.h.j2").is_file():
+        names.append("unwind.eh_frame")
+        names += [f"{c}.{t.name}" for t in target.trampolines if t.syscall in ("sigreturn", "rt_sigreturn")
+                  for c in ("unwind", "sigreturn")]
+    return names
+
+
+def build_broken(target, outdir, edits):
+    """Build an image from the rendered sources with text replacements applied.
+
+    edits: {file name: [(old, new)]}; each `old` must occur in the rendered
+    file, so a change to the templates shows up here instead of silently
+    testing nothing.  No validation: the image is meant to be wrong.
+    """
+    files = []
+    for fname, text in sources(target):
+        for old, new in edits.get(fname, []):
+            assert old in text, f"{fname} no longer contains {old!r}: update this test's edit"
+            text = text.replace(old, new)
+        files.append((fname, text))
+    so, _ = build_target(target, outdir, builder=Builder(target, stream=io.StringIO()), files=files)
+    return so
+
+
+def run_broken(target, harness, image):
+    """Run harness on image; returns (status, Outcome, output)."""
+    out = io.StringIO()
+    status, outcome = run_harness(target, harness, image, Builder(target, stream=out), out)
+    return status, outcome, out.getvalue()
+
+
+def run_variant(variant, work):
+    """Build, check and run variant (a Target) the way `vdsogen test` does; returns (status, Outcome, output)."""
+    out = io.StringIO()
+    status, outcome = run_tests_full(variant, workdir=work, stream=out, builder=Builder(variant, stream=out))
+    return status, outcome, out.getvalue()
+
+
+@pytest.fixture(scope="session")
+def harnesses(tmp_path_factory):
+    """harnesses(name) -> the target's built harness, compiled once per session."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            target = harness_target(name)
+            work = tmp_path_factory.mktemp(f"harness-{name}")
+            cache[name] = build_harness(target, work, Builder(target, stream=io.StringIO()))
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def good_runs(tmp_path_factory):
+    """good_runs(name) -> (status, Outcome, output, image path), built and run once per session."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            target = harness_target(name)
+            work = tmp_path_factory.mktemp(f"good-{name}")
+            out = io.StringIO()
+            status, outcome = run_tests_full(target, workdir=work, stream=out,
+                                             builder=Builder(target, stream=out))
+            cache[name] = (status, outcome, out.getvalue(), work / "image" / "vdso.so")
+        return cache[name]
+
+    return get
+
+
+# --- the fast tier ----------------------------------------------------------
+
+# `make check-fast` runs the tests marked fast: these modules, whose tests read
+# specs, layouts and the model, render sources and check a few images, with
+# no harness run and no audit corpus (its build alone takes 20 s).  Everything
+# runs in the full suite (`sh scripts/test.sh`).
+FAST_MODULES = {"test_spec", "test_spec_extends", "test_layout", "test_golden", "test_rules", "test_kconfig"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.module is not None and item.module.__name__ in FAST_MODULES:
+            item.add_marker(pytest.mark.fast)

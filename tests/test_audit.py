@@ -4,12 +4,10 @@ the live vDSO, and the consumer simulation (glibc, musl, Go, DT_HASH-only)."""
 import json
 import os
 import platform
-import subprocess
-import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, vdsogen
 import corpus as corpus_images
 from elfmut import Mutant
 from vdsogen.audit import rules
@@ -20,18 +18,8 @@ from vdsogen.elf.consts import STB_LOCAL
 from vdsogen.elf.reader import ElfImage
 
 
-@pytest.fixture(scope="session")
-def corpus(tmp_path_factory):
-    return corpus_images.shared(tmp_path_factory)
-
-
 HOST_ABI = {"x86_64": "x86_64", "aarch64": "arm64", "ppc64le": "ppc64le", "s390x": "s390x",
             "riscv64": "riscv64", "loongarch64": "loongarch64", "i686": "i386"}
-
-
-def vdsogen(*args):
-    return subprocess.run([sys.executable, "-m", "vdsogen", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
 
 
 def verdicts(report):

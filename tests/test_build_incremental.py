@@ -8,8 +8,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
-from test_cli import vdsogen
+from conftest import ROOT, vdsogen
 from vdsogen.build.depfile import render_depfile
 
 OUTPUTS = ("vdso.so", "vdso.so.dbg", "vdso-image.c", "vdso-offsets.h")

@@ -2,19 +2,11 @@
 
 import os
 import subprocess
-import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, edit, run_cli, vdsogen
 from elfmut import Mutant
-from test_spec import edit, run_cli
-
-
-def vdsogen(*args, env=None, cwd=None):
-    full = dict(os.environ, **(env or {}))
-    return subprocess.run([sys.executable, "-m", "vdsogen", *args], cwd=cwd or ROOT, env=full,
-                          capture_output=True, text=True, timeout=300)
 
 
 def test_list():

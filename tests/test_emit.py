@@ -14,7 +14,7 @@ import subprocess
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from test_cli import vdsogen
+from conftest import vdsogen
 from vdsogen.build.emit import read_embedding, render
 
 ALL = ("c", "incbin", "lds-offsets")

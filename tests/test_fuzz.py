@@ -27,15 +27,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
-import corpus as corpus_images
 from elfmut import SYNTH_ABIS, synthesize
 from vdsogen.audit.run import audit_bytes
 from vdsogen.elf.reader import WORK_BUDGET, ElfImage, TooComplex, Unreadable
-
-
-@pytest.fixture(scope="session")
-def corpus(tmp_path_factory):
-    return corpus_images.shared(tmp_path_factory)
 
 
 SEEDS_VDSOGEN = [("x86_64", "so"), ("x86_64", "dbg"), ("arm64", "so"), ("ppc64le", "so"), ("ppc64le", "dbg")]

@@ -15,95 +15,16 @@ from vdsogen import cli, paths
 from vdsogen.build.image import build_target
 from vdsogen.audit.check import build_validator
 from vdsogen.errors import HarnessError, SpecError
-from vdsogen.harness.driver import build_harness, run_harness, run_tests, run_tests_full
+from vdsogen.harness.driver import build_harness, run_harness, run_tests
 from vdsogen.spec.layout import load_layout
 from vdsogen.spec.model import load_target
-from vdsogen.gen.render import sources
 from vdsogen.build.toolchain import Builder
 
-from conftest import TARGETS  # noqa: E402
+from conftest import (CLOCKS, TARGETS, build_broken, expected_checks, harness_target, run_broken,
+                      run_variant)
 
 
-def harness_target(name):
-    """The target as the harness runs it: its test build (an injected
-    counter) where qemu-user cannot read the spec's counter."""
-    target = load_target(name)
-    return target.test_build() if target.harness.injected_counter else target
-
-
-CLOCKS = ["REALTIME", "MONOTONIC", "MONOTONIC_RAW", "BOOTTIME", "TAI",
-          "REALTIME_COARSE", "MONOTONIC_COARSE"]
 COUNTER_CLOCKS = ["REALTIME", "MONOTONIC", "MONOTONIC_RAW", "BOOTTIME", "TAI"]
-
-# Ids the page does not serve, compared with the raw syscall (harness/checks-clock.c: h_syscall_ids).
-SYSCALL_IDS = [3, 8, 9, 10, 13, 14, 15, 16, 23, -1, -2, -6, -57, -2**31]
-
-
-def expected_checks(target):
-    """Check names the harness must report for target, from its spec."""
-    impls = {e.impl for e in target.exports}
-    names = ["map", "image", "counter", "syscall_numbers"]
-    if (paths.ARCH / target.arch / "harness-patch.h.j2").is_file():
-        names.append("patch")
-    names += [f"symbol.{name}" for name, _, _ in target.symbols()]
-    names += [f"trampoline.{t.name}" for t in target.trampolines]
-    for fn in ("clock_gettime", "clock_gettime64"):
-        if fn in impls:
-            names += [f"{fn}.{c}" for c in CLOCKS]
-            names += [f"{fn}.PROCESS_CPUTIME_ID", f"{fn}.invalid_12", f"{fn}.invalid_100"]
-            names += [f"{fn}.id_{i}" for i in SYSCALL_IDS]
-            names += [f"y2038.{fn}.{c}" for c in ("REALTIME", "REALTIME_COARSE")]
-    names += [f"y2038.{i}" for i in ("gettimeofday", "time") if i in impls]
-    if "clock_gettime" in impls:
-        if target.datapage.layout.has_max_cycles:
-            names += ["max_cycles.forced", "max_cycles.overflow"]
-        names += [f"clock_mode.{m}" for m in target.counter.modes]
-        names += [f"clock_mode.{max(target.counter.modes) + 1}.syscall"]
-        names += [f"mode_none.{c}" for c in CLOCKS]
-        names += ["seqcount.wait.MONOTONIC", "seqcount.wait.MONOTONIC_RAW",
-                  "seqcount.wait.REALTIME_COARSE", "seqcount.concurrent"]
-        if target.datapage.layout.has_timens:
-            names += [f"timens.{c}" for c in CLOCKS]
-            names += [f"timens.{i}" for i in ("gettimeofday", "time", "clock_getres") if i in impls]
-        names += [f"mode_none.{i}" for i in ("gettimeofday", "time") if i in impls]
-    for fn in ("clock_getres", "clock_getres_time64"):
-        if fn in impls:
-            names += [f"{fn}.{c}" for c in CLOCKS]
-            names += [f"{fn}.NULL", f"{fn}.invalid_12", f"{fn}.invalid_100"]
-            names += [f"{fn}.id_{i}" for i in SYSCALL_IDS]
-    if "gettimeofday" in impls:
-        names += ["gettimeofday", "gettimeofday.tz", "gettimeofday.NULL"]
-    if "time" in impls:
-        names += ["time", "time.NULL"]
-    for impl in ("getcpu", "get_tbfreq", "sync_dicache", "flush_icache", "riscv_hwprobe"):
-        if impl in impls:
-            names.append(impl)
-    names += list(target.harness.checks)
-    if "vsyscall" in impls:
-        names += ["vsyscall.getpid", "vsyscall.error", "vsyscall.six_arguments"]
-    if target.trampolines and (paths.ARCH / target.arch / "harness-signal.h.j2").is_file():
-        names.append("unwind.eh_frame")
-        names += [f"{c}.{t.name}" for t in target.trampolines if t.syscall in ("sigreturn", "rt_sigreturn")
-                  for c in ("unwind", "sigreturn")]
-    return names
-
-
-@pytest.fixture(scope="session")
-def good_runs(tmp_path_factory):
-    """target name -> (status, Outcome, output, image path), built and run once per session."""
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            target = harness_target(name)
-            work = tmp_path_factory.mktemp(f"good-{name}")
-            out = io.StringIO()
-            status, outcome = run_tests_full(target, workdir=work, stream=out,
-                                             builder=Builder(target, stream=out))
-            cache[name] = (status, outcome, out.getvalue(), work / "image" / "vdso.so")
-        return cache[name]
-
-    return get
 
 
 @pytest.mark.parametrize("name", TARGETS)
@@ -125,23 +46,6 @@ def test_one_check_line_per_symbol(name, good_runs):
 
 
 # --- the harness can fail -------------------------------------------------
-
-def build_broken(target, outdir, edits):
-    """Build an image from the rendered sources with text replacements applied.
-
-    edits: {file name: [(old, new)]}; each `old` must occur in the rendered
-    file, so a change to the templates shows up here instead of silently
-    testing nothing.  No validation: the image is meant to be wrong.
-    """
-    files = []
-    for fname, text in sources(target):
-        for old, new in edits.get(fname, []):
-            assert old in text, f"{fname} no longer contains {old!r}: update this test's edit"
-            text = text.replace(old, new)
-        files.append((fname, text))
-    so, _ = build_target(target, outdir, builder=Builder(target, stream=io.StringIO()), files=files)
-    return so
-
 
 # Each breakage: the edits, and the checks that must then FAIL.  The core
 # has a hot path inlined into each entry and a cold path out of line that
@@ -198,21 +102,6 @@ BREAKAGES = {
 }
 
 
-@pytest.fixture(scope="session")
-def harnesses(tmp_path_factory):
-    """target name -> built harness, compiled once per session."""
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            target = harness_target(name)
-            work = tmp_path_factory.mktemp(f"harness-{name}")
-            cache[name] = build_harness(target, work, Builder(target, stream=io.StringIO()))
-        return cache[name]
-
-    return get
-
-
 @pytest.mark.parametrize("breakage", sorted(BREAKAGES))
 @pytest.mark.parametrize("name", TARGETS)
 def test_harness_catches(name, breakage, harnesses, tmp_path):
@@ -235,13 +124,6 @@ def test_harness_catches(name, breakage, harnesses, tmp_path):
     # Symbols and unrelated clocks still pass: the FAIL is specific.
     assert "symbol." + target.exports[0].name in outcome.passed, output
     assert "clock_gettime.REALTIME" in outcome.passed or breakage == "seqcount-no-wait", output
-
-
-def run_broken(target, harness, image):
-    """Run harness on image; returns (status, Outcome, output)."""
-    out = io.StringIO()
-    status, outcome = run_harness(target, harness, image, Builder(target, stream=out), out)
-    return status, outcome, out.getvalue()
 
 
 def test_symbol_check_needs_the_abis_gnu_hash(harnesses, tmp_path):
@@ -436,12 +318,6 @@ def layouts(tmp_path, monkeypatch):
 def with_layout(target, layout, pages=None):
     dp = dataclasses.replace(target.datapage, layout=layout, pages=pages or target.datapage.pages)
     return dataclasses.replace(target, datapage=dp)
-
-
-def run_variant(variant, work):
-    out = io.StringIO()
-    status, outcome = run_tests_full(variant, workdir=work, stream=out, builder=Builder(variant, stream=out))
-    return status, outcome, out.getvalue()
 
 
 def assert_every_check_passes(variant, status, outcome, output):

@@ -1,7 +1,9 @@
 """The i386 target (linux-gate.so.1): built with clang + lld and with the GNU
-cross toolchain, each image clean under `check` and `audit`, e_entry at
-__kernel_vsyscall, no relocation, signal-frame CFI on both trampolines, and
-every harness check passing natively; the unwind checks catch broken CFI.
+cross toolchain, e_entry at __kernel_vsyscall, no relocation, signal-frame
+CFI on both trampolines, time64 entries.  tests/test_targets.py has the
+rest: each image clean under `check` and `audit`, every harness check
+passing natively, and the unwind, sigreturn, vsyscall and y2038 checks
+catching broken images.
 """
 
 import dataclasses
@@ -11,16 +13,14 @@ import struct
 import pytest
 from elftools.dwarf.callframe import CIE, FDE, instruction_name
 
-from vdsogen.audit.check import build_validator, check_image
-from vdsogen.audit.run import audit_path
+from vdsogen.audit.check import build_validator
 from vdsogen.build.image import build_target
 from vdsogen.build.toolchain import Builder
 from vdsogen.harness.driver import build_harness, run_harness
 from vdsogen.spec import functions
 from vdsogen.spec.model import Export, load_target
 
-from conftest import breg, dynsym, elf
-from test_harness import build_broken, expected_checks, harnesses, run_broken  # noqa: F401 (fixture)
+from conftest import breg, dynsym, elf, expected_checks, run_broken
 
 TOOLCHAINS = {"clang": {}, "gnu": {"CROSS_COMPILE": "i686-linux-gnu-"}}
 TRAMPOLINES = ("__kernel_sigreturn", "__kernel_rt_sigreturn")
@@ -41,26 +41,6 @@ def images(built_with):
 @pytest.fixture
 def harness(harnesses):
     return harnesses("i386")
-
-
-@pytest.mark.parametrize("tc", TOOLCHAINS)
-def test_check_is_clean(tc, images):
-    target, so, dbg = images(tc)
-    for path in (so, dbg):
-        findings = check_image(target, path)
-        assert not [f for f in findings if f.severity == "error"], findings
-        # The one warning left: the time entries (the core inlined three times
-        # with 32-bit arithmetic) spread over two pages (S006).
-        assert {f.rule for f in findings} <= {"S006"}, findings
-
-
-@pytest.mark.parametrize("tc", TOOLCHAINS)
-def test_audit_finds_no_error(tc, images):
-    _, so, _ = images(tc)
-    report = audit_path(str(so))
-    assert report.detection.abi.name == "i386"
-    assert not [f for f in report.findings if f.severity == "error"], report.findings
-    assert all(v.verdict == "works" for v in report.consumers), report.consumers
 
 
 @pytest.mark.parametrize("tc", TOOLCHAINS)
@@ -136,74 +116,6 @@ def test_eh_frame_hdr_finds_the_trampolines(tc, images):
             assert pc < best + fdes[best], (name, hex(pc))
 
 
-@pytest.mark.parametrize("tc", TOOLCHAINS)
-def test_every_harness_check_passes(tc, images, harness):
-    target, so, _ = images(tc)
-    status, outcome, output = run_broken(target, harness, so)
-    assert not outcome.failed, output
-    assert status == 0, output
-    missing = [c for c in expected_checks(target) if c not in outcome.passed]
-    assert not missing, f"checks not reported: {missing}\n{output}"
-    for name in TRAMPOLINES:
-        assert f"unwind.{name}" in outcome.passed and f"sigreturn.{name}" in outcome.passed, output
-
-
-# --- the unwind checks can fail -------------------------------------------
-
-# Each: an edit of the rendered trampolines and the check that must then FAIL, with what it says.
-CFI_BREAKAGES = {
-    # The CFA read from sc.esp + 4 (sc.ebx) instead of sc.esp.
-    "cfa-offset": ({"rt_sigreturn.S": [("0x0f, 4, 0x74, 0xbc, 0x01, 0x06", "0x0f, 4, 0x74, 0xc0, 0x01, 0x06")]},
-                   "unwind.__kernel_rt_sigreturn", "CFA is"),
-    # The first row (the one unwinders use at the symbol) as if the popl had run.
-    "first-row": ({"sigreturn.S": [("0x0f, 3, 0x74, 0x20, 0x06", "0x0f, 3, 0x74, 0x1c, 0x06")]},
-                  "unwind.__kernel_sigreturn", "CFA is"),
-    # eip taken from sc.cs.
-    "eip": ({"sigreturn.S": [("0x10, 8, 2, 0x74, 0x3c", "0x10, 8, 2, 0x74, 0x40")]},
-            "unwind.__kernel_sigreturn", "not to the interrupted function"),
-    # ebx taken from sc.edx: the rt check compares every register with the ucontext.
-    "register": ({"rt_sigreturn.S": [("0x10, 3, 3, 0x74, 0xc0, 0x01", "0x10, 3, 3, 0x74, 0xc4, 0x01")]},
-                 "unwind.__kernel_rt_sigreturn", "DWARF register 3 unwinds to"),
-    # No 'S': the interrupted pc would be taken for a return address.
-    "no-signal-frame": ({"sigreturn.S": [("\t.cfi_signal_frame\n", "")]},
-                        "unwind.__kernel_sigreturn", "no signal frame"),
-}
-
-
-@pytest.mark.parametrize("breakage", sorted(CFI_BREAKAGES))
-def test_unwind_check_catches_broken_cfi(breakage, harness, tmp_path):
-    target = load_target("i386")
-    edits, check, words = CFI_BREAKAGES[breakage]
-    image = build_broken(target, tmp_path / "image", edits)
-    status, outcome, output = run_broken(target, harness, image)
-    assert status == 1, output
-    assert words in outcome.failed.get(check, ""), output
-    other = [c for c in outcome.failed if c.startswith(("unwind.", "sigreturn.")) and c != check]
-    assert not other, output
-    assert "clock_gettime64.REALTIME" in outcome.passed, output
-
-
-def test_sigreturn_check_catches_a_broken_trampoline(harness, tmp_path):
-    """A trampoline that makes the wrong syscall does not return to the interrupted code."""
-    target = load_target("i386")
-    image = build_broken(target, tmp_path / "image", {"rt_sigreturn.S": [("movl\t$173, %eax", "movl\t$20, %eax")]})
-    status, outcome, output = run_broken(target, harness, image)
-    assert status == 1, output
-    assert "trampoline.__kernel_rt_sigreturn" in outcome.failed, output
-    assert "sigreturn.__kernel_rt_sigreturn" in outcome.failed, output
-
-
-def test_vsyscall_check_catches_a_clobbered_register(harness, tmp_path):
-    """A __kernel_vsyscall that changes a register other than eax is caught."""
-    target = load_target("i386")
-    image = build_broken(target, tmp_path / "image", {"impl-vsyscall.S": [
-        ("\tint\t$0x80\n", "\tint\t$0x80\n\tmovl\t$0x1234, %esi\n")]})
-    status, outcome, output = run_broken(target, harness, image)
-    assert status == 1, output
-    for check in ("vsyscall.getpid", "vsyscall.error", "vsyscall.six_arguments"):
-        assert "esi was" in outcome.failed.get(check, ""), output
-
-
 # --- time64 ----------------------------------------------------------------
 
 def test_clock_getres_time64_export(tmp_path):
@@ -229,16 +141,3 @@ def test_legacy_entries_truncate_past_2038(images, harness):
     for check in ("y2038.clock_gettime64.REALTIME", "y2038.clock_gettime.REALTIME",
                   "y2038.clock_gettime64.REALTIME_COARSE", "y2038.gettimeofday", "y2038.time"):
         assert check in outcome.passed, output
-
-
-def test_y2038_check_catches_a_truncating_time64(harness, tmp_path):
-    """A clock_gettime64 that goes through the native timespec fails past 2038."""
-    target = load_target("i386")
-    image = build_broken(target, tmp_path / "image", {"vdso_core.h": [
-        ("\tif (likely(r == VDSO_OK))\n\t\treturn 0;",
-         "\tif (likely(r == VDSO_OK)) {\n\t\tts->tv_sec = (long)ts->tv_sec;\n"
-         "\t\treturn 0;\n\t}")]})
-    status, outcome, output = run_broken(target, harness, image)
-    assert status == 1, output
-    assert "y2038.clock_gettime64.REALTIME" in outcome.failed, output
-    assert "clock_gettime64.REALTIME" in outcome.passed, output

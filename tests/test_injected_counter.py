@@ -16,8 +16,7 @@ import re
 
 import pytest
 
-from test_cli import vdsogen
-from test_harness import build_broken, run_broken
+from conftest import build_broken, run_broken, vdsogen
 from vdsogen.build.toolchain import Builder
 from vdsogen.gen.render import sources
 from vdsogen.harness.driver import build_harness, run_harness

@@ -2,8 +2,7 @@
 
 import pytest
 
-from conftest import ROOT
-from test_cli import vdsogen
+from conftest import ROOT, vdsogen
 from vdsogen.errors import SpecError
 from vdsogen.spec.kconfig import load_kconfig
 from vdsogen.spec.model import load_target

@@ -11,8 +11,7 @@ import struct
 
 import pytest
 
-from conftest import ROOT, TARGETS
-from test_cli import vdsogen
+from conftest import TARGETS, vdsogen
 from vdsogen.audit.check import check_image
 from vdsogen.build.image import build_target
 from vdsogen.build.toolchain import Builder
@@ -22,10 +21,6 @@ from vdsogen.gen.render import sources
 from vdsogen.spec.model import load_target
 
 MIPS = [n for n in TARGETS if n.startswith("mips-")]
-# n32 waits in specs-wip/ until its harness can link (see the spec): its
-# image is built and checked all the same.
-WIP = ROOT / "specs-wip"
-N32 = [n for n in ("mips-n32", "mips-n32-be") if n not in TARGETS]
 RDHWR_V0_COUNT = 0x7C02103B                 # rdhwr $2, $2
 # (OUTPUT_FORMAT, e_flags, exports) of each ABI, as Linux builds it.
 ABIS = {
@@ -46,21 +41,17 @@ def build_quiet(target, outdir, files=None):
     return so
 
 
-def specs_of(name):
-    return [f"--specs={WIP}"] if name in N32 else []
-
-
 def test_every_abi_in_both_byte_orders_is_a_target():
-    assert set(MIPS + N32) == {f"mips-{abi}{be}" for abi in ("o32", "n32", "n64") for be in ("", "-be")}
+    assert set(MIPS) == {f"mips-{abi}{be}" for abi in ("o32", "n32", "n64") for be in ("", "-be")}
 
 
 @pytest.mark.parametrize("toolchain", ["gnu", "llvm"])
-@pytest.mark.parametrize("name", MIPS + N32)
+@pytest.mark.parametrize("name", MIPS)
 def test_linux_identity(name, toolchain, tmp_path):
-    target = load_target(name, str(WIP) if name in N32 else None)
+    target = load_target(name)
     env = {"LLVM": "-19"} if toolchain == "llvm" else {}
     out = tmp_path / "out"
-    build = vdsogen("build", *specs_of(name), f"--arch={name}", f"--out={out}", env=env)
+    build = vdsogen("build", f"--arch={name}", f"--out={out}", env=env)
     assert build.returncode == 0, build.stdout + build.stderr
     fmt, flags, nexports = ABIS[target.abi.name]
     img = ElfImage(str(out / "vdso.so"))
@@ -80,7 +71,7 @@ def test_linux_identity(name, toolchain, tmp_path):
     assert img.dyn("GNU_HASH") is None and img.dyn("HASH") is not None
 
     assert {s.name for s in img.dynsym if s.defined} - {"LINUX_2.6"} == set(EXPORTS[:nexports])
-    check = vdsogen("check", *specs_of(name), f"--arch={name}", str(out / "vdso.so"))
+    check = vdsogen("check", f"--arch={name}", str(out / "vdso.so"))
     assert check.returncode == 0 and "0 error(s), 0 warning(s)" in check.stdout, check.stdout
 
 
@@ -100,11 +91,11 @@ def test_hash_tables_come_from_the_catalogue(name, built):
     assert img.dyn("HASH") is not None and img.dyn("GNU_HASH") is not None
 
 
-@pytest.mark.parametrize("name", MIPS + N32)
+@pytest.mark.parametrize("name", MIPS)
 def test_the_counter_read_is_rdhwr_count(name, tmp_path):
     """The real build's read is `rdhwr $2, $2`, found by check (T002); an
     image that reads another register fails T002 and nothing else."""
-    target = load_target(name, str(WIP) if name in N32 else None)
+    target = load_target(name)
     assert target.counter.words == (RDHWR_V0_COUNT,) and target.harness.injected_counter
     so = build_quiet(target, tmp_path / "good")
     img = ElfImage(str(so))
@@ -146,7 +137,6 @@ def test_harness_runs_the_test_build_under_qemu(name, tmp_path):
     assert {"counter", "seqcount.concurrent", "clock_gettime.MONOTONIC", "clock_mode.1"} <= passed
     if target.abi.name != "mips-n64":
         assert "clock_gettime64.REALTIME" in passed
-
 
 
 GIC = 'extends = "{base}"\n[counter]\nmodes = {modes}\n{extra}[datapage]\nlayout = "linux-6.17-mips-gic"\npages = 5\n'

@@ -37,8 +37,7 @@ from dataclasses import replace
 import pytest
 
 import corpus as corpus_images
-from conftest import TARGETS
-from test_oracle_elf import IMAGES, corpus, image_path  # noqa: F401  (corpus is a fixture)
+from conftest import IMAGES, TARGETS, image_path
 from vdsogen.audit.rules.code import code_regions, entry_points
 from vdsogen.elf import decode
 from vdsogen.elf.consts import (EM_386, EM_AARCH64, EM_ARM, EM_LOONGARCH, EM_MIPS, EM_PPC, EM_PPC64, EM_RISCV,

@@ -32,15 +32,11 @@ from elftools.elf.hash import ELFHashSection, GNUHashSection
 from elftools.elf.notes import iter_notes
 from elftools.elf.sections import SymbolTableSection
 
-import corpus as corpus_images
-from conftest import TARGETS
+from conftest import IMAGES, image_path
 from vdsogen.elf.consts import (DT, PT_DYNAMIC, PT_NOTE, SHN_UNDEF, SHT_DYNSYM, SHT_GNU_HASH, SHT_HASH,
                                 SHT_SYMTAB, VERSYM_HIDDEN, VERSYM_INDEX)
 from vdsogen.elf.reader import ElfImage, Unreadable
 from vdsogen.errors import ImageError
-
-IMAGES = [f"corpus:{name}" for name in corpus_images.RECIPES] + \
-         [f"vdsogen:{t}.{kind}" for t in TARGETS for kind in ("so", "dbg")]
 
 # (image, aspect) the reader refuses, and why: these are the defects the image shows.
 REFUSED = {
@@ -64,20 +60,6 @@ def num(value):
     """A pyelftools field as a number: it gives names for the values it knows
     (EM_LOONGARCH, which 0.29 does not know, stays a number)."""
     return value if isinstance(value, int) else _NAMES[value]
-
-
-@pytest.fixture(scope="session")
-def corpus(tmp_path_factory):
-    return corpus_images.shared(tmp_path_factory)
-
-
-def image_path(spec, corpus, built):
-    source, name = spec.split(":")
-    if source == "corpus":
-        return corpus(name)
-    target, kind = name.split(".")
-    _t, so, dbg = built(target)
-    return so if kind == "so" else dbg
 
 
 # -- the two views ------------------------------------------------------------------------

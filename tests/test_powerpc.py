@@ -24,8 +24,7 @@ from elftools.dwarf.callframe import CIE, FDE
 from elftools.dwarf.dwarf_expr import DWARFExprParser
 from elftools.elf.elffile import ELFFile
 
-from test_cli import vdsogen
-from test_harness import build_broken, harnesses, run_broken  # noqa: F401 (a fixture)
+from conftest import build_broken, run_broken, vdsogen
 from vdsogen.build.image import build_target
 from vdsogen.build.toolchain import Builder, select_tools
 from vdsogen.audit.check import build_validator
@@ -212,26 +211,6 @@ def test_entries_leave_r2_alone_and_the_c_needs_no_toc(built, name):
     assert all(writes_r2[a] >> 16 == 0x3C4C and writes_r2[a + 4] >> 16 == 0x3842 for a in prologue if a in starts)
 
 
-# Edits of a trampoline's CFI, and the unwind check that must then fail
-# (the harness's unwinder steps through the image's own .eh_frame).
-CFI_BREAKAGES = {
-    # The CFA read from the r2 slot instead of the saved r1.
-    "ppc32": ("sigtramp_rt32.S", "\t.byte\t0x23\t\t\t/* DW_OP_plus_uconst: gpr[1] */\n\t.uleb128 4",
-              "\t.byte\t0x23\t\t\t/* DW_OP_plus_uconst: gpr[1] */\n\t.uleb128 8", "__kernel_sigtramp_rt32"),
-    # The interrupted pc taken from the LR slot.
-    "ppc64le": ("sigtramp_rt64.S", "#define PT_NIP\t\t32", "#define PT_NIP\t\t36", "__kernel_sigtramp_rt64"),
-}
-
-
-@pytest.mark.parametrize("name", sorted(CFI_BREAKAGES))
-def test_harness_unwinds_through_the_trampoline_cfi(name, harnesses, tmp_path):
-    target = load_target(name)
-    fname, old, new, tramp = CFI_BREAKAGES[name]
-    image = build_broken(target, tmp_path / "image", {fname: [(old, new)]})
-    status, outcome, output = run_broken(target, harnesses(name), image)
-    assert status == 1 and f"unwind.{tramp}" in outcome.failed, output
-
-
 # --- sync_dicache's coherent-icache feature fixup ---------------------------
 
 COHERENT_ICACHE = 0x1           # CPU_FTR_COHERENT_ICACHE (Linux's asm/cputable.h)
@@ -367,22 +346,3 @@ def test_getcpu_is_a_leaf_reading_usprg3(built, name):
     assert SC not in words and words[-1] == BLR
     assert not any(w >> 26 in (37, 62) and (w >> 16) & 31 == 1 for w in words), "stwu/stdu r1: a frame"
     assert len(words) <= 12
-
-
-# Edits of impl-getcpu.S, which the generic getcpu check cannot see under
-# qemu-user (USPRG3 reads 0 there), and the checks that must then fail.
-GETCPU_BREAKAGES = {
-    "node-shift": ([("srwi\t%r5, %r5, 16", "srwi\t%r5, %r5, 15")], {"getcpu.usprg3"}),
-    "cpu-mask": ([("clrlwi\t%r6, %r5, 16", "clrlwi\t%r6, %r5, 0")], {"getcpu.usprg3"}),
-    "no-register": ([("mfspr\t%r5, 259", "li\t%r5, 0")], {"getcpu.usprg3"}),
-    "result": ([("1:\tli\t%r3, 0", "1:\tli\t%r3, 1")], {"getcpu", "getcpu.usprg3"}),
-}
-
-
-@pytest.mark.parametrize("breakage", sorted(GETCPU_BREAKAGES))
-def test_harness_catches_a_wrong_usprg3_getcpu(breakage, harnesses, tmp_path):
-    target = load_target("ppc64le")
-    edits, failing = GETCPU_BREAKAGES[breakage]
-    image = build_broken(target, tmp_path / "image", {"impl-getcpu.S": edits})
-    status, outcome, output = run_broken(target, harnesses("ppc64le"), image)
-    assert status == 1 and set(outcome.failed) == failing, output

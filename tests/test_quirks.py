@@ -13,11 +13,6 @@ from vdsogen.audit.run import audit_path
 from vdsogen.elf.consts import NHDR, PT_NOTE
 
 
-@pytest.fixture(scope="session")
-def corpus(tmp_path_factory):
-    return corpus_images.shared(tmp_path_factory)
-
-
 def judged(path, profile="linux", arch=None):
     report = audit_path(path, arch, profile)
     assert report.status == "audited", report.error

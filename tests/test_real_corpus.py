@@ -16,14 +16,8 @@ import subprocess
 
 import pytest
 
-import corpus as corpus_images
 from vdsogen.audit import carve
 from vdsogen.audit import corpus as real
-
-
-@pytest.fixture(scope="session")
-def corpus(tmp_path_factory):
-    return corpus_images.shared(tmp_path_factory)
 
 
 def noise(n, seed):

@@ -12,6 +12,7 @@ import io
 
 import pytest
 
+from audit_mutations import rules_tested_in_audit
 from elfmut import Mutant
 from variants import build_variant
 from vdsogen.audit import rules
@@ -253,7 +254,6 @@ def rules_tested_in_check():
 def test_every_rule_has_a_test():
     """Every registered rule fires in a test, here for `vdsogen check` or in
     test_audit_rules.py for `vdsogen audit`; a new rule without one fails."""
-    from test_audit_rules import rules_tested_in_audit
     registered = {r.id for r in rules.all_rules()}
     tested = rules_tested_in_check() | rules_tested_in_audit()
     assert not registered - tested, f"rules no test makes fire: {sorted(registered - tested)}"

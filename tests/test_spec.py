@@ -1,26 +1,11 @@
 """Broken specs and layouts: a clear error naming file and key, exit 2,
 no traceback, nothing written."""
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
-from conftest import ROOT
-
-
-def run_cli(root, *args):
-    env = dict(os.environ, VDSOGEN_ROOT=str(root))
-    return subprocess.run([sys.executable, "-m", "vdsogen", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
-
-
-def edit(path, old, new, count=1):
-    text = path.read_text()
-    assert old in text, f"{old!r} not in {path}"
-    path.write_text(text.replace(old, new, count))
+from conftest import ROOT, edit, run_cli
 
 
 CASES = [

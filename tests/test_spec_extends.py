@@ -7,8 +7,7 @@ import dataclasses
 
 import pytest
 
-from conftest import ROOT
-from test_cli import vdsogen
+from conftest import ROOT, vdsogen
 from vdsogen.build.depfile import Request, inputs
 from vdsogen.elf.reader import ElfImage
 from vdsogen.errors import SpecError

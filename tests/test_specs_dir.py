@@ -5,8 +5,7 @@ arm64 image that differs from vdsogen's own only by page size and counter."""
 import shutil
 import struct
 
-from conftest import ROOT
-from test_cli import vdsogen
+from conftest import ROOT, vdsogen
 from vdsogen.elf.reader import ElfImage
 
 EXAMPLE = ROOT / "docs" / "examples" / "arm64-16k"

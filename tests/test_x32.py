@@ -7,11 +7,9 @@ import re
 
 import pytest
 
-from test_cli import vdsogen
-from test_harness import build_broken, harnesses, run_broken  # noqa: F401 (a fixture)
+from conftest import vdsogen
 from vdsogen.elf.consts import EM_X86_64
 from vdsogen.elf.reader import ElfImage
-from vdsogen.spec.model import load_target
 
 EXPORTS = {"__vdso_clock_gettime", "__vdso_gettimeofday", "__vdso_getcpu", "__vdso_time", "__vdso_clock_getres"}
 TRAP_CHECKS = {"trap", "trap.answered", "trap.none", "trap.clock_gettime", "trap.clock_gettime.invalid",
@@ -41,27 +39,3 @@ def test_x32_builds_checks_audits_and_runs(toolchain, tmp_path):
     assert TRAP_CHECKS <= passed, test.stdout
     base = re.search(r"bytes at (0x[0-9a-f]+), \d+ data pages of \d+ bytes at (0x[0-9a-f]+)", test.stdout)
     assert base and int(base[1], 16) < 1 << 32 and int(base[2], 16) < 1 << 32, "not mapped below 4 GiB"
-
-
-# Edits of the image (not of the harness, which keeps the spec's numbers),
-# and the trap checks that must then fail.
-TRAP_BREAKAGES = {
-    # The fallback makes another syscall than the spec's clock_gettime.
-    "wrong-number": ({"vdso_arch.h": [("#define VDSO_NR_clock_gettime\t228", "#define VDSO_NR_clock_gettime\t229")]},
-                     "trap.clock_gettime"),
-    # The clock id reaches the kernel cut to a byte: -1 becomes 255, which
-    # the kernel refuses with the same EINVAL, so only the trap sees it.
-    "cut-argument": ({"vdso_core.h": [("return vdso_syscall(VDSO_NR_clock_gettime, clock, (long)ts, 0);",
-                                       "return vdso_syscall(VDSO_NR_clock_gettime, clock & 0xff, (long)ts, 0);")]},
-                     "trap.clock_gettime.invalid"),
-}
-
-
-@pytest.mark.parametrize("breakage", sorted(TRAP_BREAKAGES))
-def test_trap_checks_numbers_and_arguments(breakage, harnesses, tmp_path):  # noqa: F811
-    target = load_target("x32")
-    edits, must_fail = TRAP_BREAKAGES[breakage]
-    image = build_broken(target, tmp_path / "image", edits)
-    status, outcome, output = run_broken(target, harnesses("x32"), image)
-    assert status == 1 and must_fail in outcome.failed, output
-    assert "trap.none" in outcome.passed, output

@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from test_harness import build_broken, good_runs, harnesses, run_broken, run_variant  # noqa: F401 (fixtures)
+from conftest import build_broken, run_broken, run_variant
 from vdsogen import paths
 from vdsogen.build.toolchain import Builder
 from vdsogen.errors import SpecError

@@ -20,6 +20,8 @@ one downloaded .deb apart (`dpkg-deb --fsys-tarfile`), carves what it
 holds into the cache's images/ and records each image in manifest.json.
 """
 
+from __future__ import annotations
+
 import argparse
 import hashlib
 import bz2
@@ -34,7 +36,9 @@ import sys
 import tarfile
 import threading
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
+from typing import Any
 from pathlib import Path
 
 from vdsogen.elf.consts import (EHDR, EI_CLASS, EI_DATA, EI_NIDENT, ELFCLASS32, ELFCLASS64, ELFDATA2LSB,
@@ -132,7 +136,7 @@ def _zstd(data, start, limit):
     return out.getvalue()
 
 
-def decompress(kind, data, start, limit=MAX_OUTPUT):
+def decompress(kind: str, data: bytes, start: int, limit: int = MAX_OUTPUT) -> bytes:
     """The stream of `kind` that starts at data[start], decompressed (at most
     `limit` bytes); b"" when there is none there."""
     if kind == "gzip":
@@ -167,7 +171,7 @@ def _plausible(kind, data, i):
     return True
 
 
-def streams(data, min_size=1 << 12):
+def streams(data: bytes, min_size: int = 1 << 12) -> list[tuple[str, int, bytes]]:
     """(kind, offset, bytes) of every compressed stream in data that
     decompresses to at least min_size bytes; lzma only when nothing else is."""
     out = []
@@ -192,7 +196,7 @@ def streams(data, min_size=1 << 12):
 
 # -- ELF objects ------------------------------------------------------------------------
 
-def elf_extent(data, start):
+def elf_extent(data: bytes, start: int) -> int | None:
     """The size of the ELF object at data[start] from its own headers (the
     section header table and every section and segment), or None when it is
     no ELF shared object."""
@@ -238,7 +242,7 @@ def _table_extent(data, start, cls, endian, layout, table, count, entsize, cap, 
     return end
 
 
-def vdso_soname(blob):
+def vdso_soname(blob: bytes) -> str | None:
     """The soname when blob is a readable vDSO image, else None."""
     try:
         img = ElfImage("<carved>", blob)
@@ -249,7 +253,7 @@ def vdso_soname(blob):
     return name if name and name.startswith(VDSO_SONAMES) else None
 
 
-def carve_elves(data, stream="raw"):
+def carve_elves(data: bytes, stream: str = "raw") -> list[Found]:
     """Every vDSO image in data, in file order."""
     out = []
     for i in _occurrences(data, b"\x7fELF"):
@@ -263,7 +267,7 @@ def carve_elves(data, stream="raw"):
     return out
 
 
-def carve(data):
+def carve(data: bytes) -> list[Found]:
     """Every distinct vDSO image in data or, when it holds none as it is (a
     compressed kernel), in the compressed streams it holds."""
     found = carve_elves(data)
@@ -281,7 +285,7 @@ def carve(data):
 
 # -- Debian packages --------------------------------------------------------------------
 
-def deb_members(deb, wanted):
+def deb_members(deb: str | os.PathLike, wanted: Callable[[str], bool]) -> Iterator[tuple[str, bytes]]:
     """(name, bytes) of each regular file of a .deb whose name `wanted(name)`
     accepts, streamed through dpkg-deb without unpacking the rest."""
     proc = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE)
@@ -311,7 +315,7 @@ def _qemu_member(name):
     return "/usr/bin/qemu-" in "/" + name.lstrip("./")
 
 
-def abi_name(blob, debarch):
+def abi_name(blob: bytes, debarch: str) -> str | None:
     """The catalogue ABI an image is for; a 32-bit ARM image from an arm64
     kernel is arm64-compat, which its ELF identity cannot tell."""
     from vdsogen.spec import abi
@@ -323,7 +327,7 @@ def abi_name(blob, debarch):
     return name
 
 
-def linux_version(blob):
+def linux_version(blob: bytes) -> str | None:
     from vdsogen.audit.era import version_of
     v = version_of(ElfImage("<carved>", blob))
     return ".".join(map(str, v)) if v else None
@@ -347,7 +351,7 @@ class Entry:
     size: int
 
 
-def images_of(deb, kind, debarch):
+def images_of(deb: str | os.PathLike, kind: str, debarch: str) -> Iterator[tuple[str, str, Found]]:
     """(member, base name, Found) of every vDSO in a package of this kind."""
     if kind == "dbg":
         for name, blob in deb_members(deb, _dbg_member):
@@ -367,7 +371,7 @@ def images_of(deb, kind, debarch):
                 yield name, base + ("-cfi" if marked_cfi(f.data) else ""), f
 
 
-def marked_cfi(blob):
+def marked_cfi(blob: bytes) -> bool:
     """True when the image carries a GNU property note (IBT/SHSTK, BTI, Zicfilp/
     Zicfiss marking): the control-flow-protected variant a kernel may build
     beside the plain one."""
@@ -376,7 +380,8 @@ def marked_cfi(blob):
         any(name == "GNU" and t == NT_GNU_PROPERTY_TYPE_0 for _o, name, t, _d in img.scan_notes())
 
 
-def carve_package(cache, deb, suite, debarch, package, version, kind, flavour):
+def carve_package(cache: str | os.PathLike, deb: str | os.PathLike, suite: str, debarch: str, package: str,
+                  version: str, kind: str, flavour: str) -> list[Entry]:
     """Carve one downloaded package into cache/images and the manifest."""
     cache = Path(cache)
     group = f"{flavour}-dbg" if kind == "dbg" else flavour
@@ -412,14 +417,14 @@ def carve_package(cache, deb, suite, debarch, package, version, kind, flavour):
     return entries
 
 
-def load_manifest(cache):
+def load_manifest(cache: str | os.PathLike) -> list[dict[str, Any]]:
     path = Path(cache) / "manifest.json"
     if not path.exists():
         return []
     return json.loads(path.read_text())
 
 
-def save_manifest(cache, entries):
+def save_manifest(cache: str | os.PathLike, entries: list[dict[str, Any]]) -> None:
     path = Path(cache) / "manifest.json"
     entries = sorted(entries, key=lambda e: e["path"])
     tmp = path.with_suffix(".tmp")
@@ -427,9 +432,9 @@ def save_manifest(cache, entries):
     tmp.replace(path)
 
 
-def summary(cache):
+def summary(cache: str | os.PathLike) -> None:
     entries = load_manifest(cache)
-    by = {}
+    by: dict[tuple[str, str], list[dict]] = {}
     for e in entries:
         by.setdefault((e["suite"], e["kind"]), []).append(e)
     for (suite, kind), es in sorted(by.items()):
@@ -437,7 +442,7 @@ def summary(cache):
     print(f"  IMAGES  {len(entries)} in all")
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m vdsogen.audit.carve",
                                 description="carve vDSO images out of a Debian package into a cache")
     p.add_argument("--cache", required=True)

@@ -1,5 +1,10 @@
 """`vdsogen check`: the rule engine plus the target spec's own expectations."""
 
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
 from vdsogen.audit import report, rules
 from vdsogen.audit.report import Report
 from vdsogen.audit.rules.notes import test_build
@@ -8,8 +13,11 @@ from vdsogen.elf.reader import ElfImage
 from vdsogen.errors import ImageError
 from vdsogen.spec import abi
 
+if TYPE_CHECKING:
+    from vdsogen.spec.model import Target
 
-def expect_from_target(target):
+
+def expect_from_target(target: Target) -> rules.Expect:
     """Everything the spec promises, beside its ABI's catalogue entry."""
     exports = {name: (version, binding) for name, version, binding in target.symbols()}
     return rules.Expect(
@@ -23,7 +31,7 @@ def expect_from_target(target):
         abi_info=target.abi, generated=True)
 
 
-def check_report(target, path, profile="linux"):
+def check_report(target: Target, path: str | os.PathLike, profile: str = "linux") -> Report:
     """The report on one image checked against its target: ImageError when unreadable."""
     detection = abi.Detection(target.abi, f"spec {target.name}")
     img = ElfImage(path)
@@ -32,11 +40,11 @@ def check_report(target, path, profile="linux"):
     return judge(img, detection, expect_from_target(target), profile, status="checked")
 
 
-def check_image(target, path, profile="linux"):
+def check_image(target: Target, path: str | os.PathLike, profile: str = "linux") -> list[rules.Finding]:
     return check_report(target, path, profile).findings
 
 
-def build_validator(target, so, dbg):
+def build_validator(target: Target, so: str | os.PathLike, dbg: str | os.PathLike) -> list[str]:
     """Error lines for a freshly built image (stripped and unstripped)."""
     out = []
     for path in (so, dbg):
@@ -44,7 +52,7 @@ def build_validator(target, so, dbg):
     return out
 
 
-def check_file(target, path, fmt="text", profile="linux"):
+def check_file(target: Target, path: str | os.PathLike, fmt: str = "text", profile: str = "linux") -> int:
     """Exit status: 0 clean, 1 errors, 2 unusable (the error is printed on
     standard error; with --format=json the document says so too)."""
     try:

@@ -18,15 +18,19 @@ every kernel of the ABI has), breaks (crashes, hangs or calls the wrong
 address) or n/a (the consumer makes no vDSO calls on this ABI).
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from vdsogen.audit.era import version_of
-from vdsogen.spec.abi import CONSUMER_NAMES, CONSUMERS
+from vdsogen.spec.abi import CONSUMER_NAMES, CONSUMERS, Abi, Lookup
 from vdsogen.elf.consts import (DT, DYN, EHDR, EI_NIDENT, EM_ARM, GNU_HASH, PHDR, PT_DYNAMIC, PT_LOAD, PT_TLS,
                                 SHN_ABS, SHN_UNDEF, STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STT_COMMON, STT_FUNC,
                                 STT_GNU_IFUNC, STT_NOTYPE, STT_OBJECT, STT_TLS, SYM, SYSV_HASH, VER_FLG_BASE, VERDAUX,
-                                VERDEF, elf_hash, gnu_hash)
-from vdsogen.elf.reader import Unreadable
+                                VERDEF, Layout, elf_hash, gnu_hash)
+from vdsogen.elf.reader import ElfImage, Unreadable
 
 PAGE = 4096
 MAX_STEPS = 1 << 16          # dynamic entries, chain links, symbols scanned, verdefs
@@ -54,7 +58,7 @@ class Crash(Exception):
 class Memory:
     """The image as mapped: the file from offset 0, rounded up to whole pages."""
 
-    def __init__(self, img):
+    def __init__(self, img: ElfImage) -> None:
         self.img = img
         self.data = img.data
         self.size = (len(img.data) + PAGE - 1) // PAGE * PAGE
@@ -67,16 +71,16 @@ class Memory:
             chunk = chunk + bytes(size - len(chunk))
         return chunk
 
-    def read(self, addr, layout):
+    def read(self, addr: int, layout: Layout) -> Any:
         """The structure `layout` (vdsogen.elf.consts) at addr, as a named tuple."""
         cls = self.img.elf_class
         return layout.unpack(self._bytes(addr, layout.size(cls)), 0, cls, self.img.endian)
 
-    def one(self, addr, size):
+    def one(self, addr: int, size: int) -> int:
         """The unsigned word of `size` bytes at addr."""
         return int.from_bytes(self._bytes(addr, size), self.img.endian)
 
-    def cstring(self, addr):
+    def cstring(self, addr: int) -> str:
         """The string at addr.  One longer than MAX_STRING is returned cut
         short: the consumers only compare it with a name, and strcmp stops
         at the first difference."""
@@ -121,7 +125,7 @@ class LookupResult:
     address: int | None = None
     detail: str = ""
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return {"symbol": self.symbol, "version": self.version, "status": self.status,
                 "address": self.address, "detail": self.detail}
 
@@ -134,10 +138,10 @@ class Verdict:
     lookups: list
 
     @property
-    def title(self):
+    def title(self) -> str:
         return CONSUMER_NAMES[self.consumer]
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return {"consumer": self.consumer, "name": self.title, "verdict": self.verdict, "reason": self.reason,
                 "lookups": [r.as_dict() for r in self.lookups]}
 
@@ -154,7 +158,7 @@ def _phdrs(mem):
 
 
 def _dynamic(mem, addr):
-    tags = {}
+    tags: dict[int, int] = {}
     for i in range(MAX_STEPS):
         mem.img.charge()
         tag, val = mem.read(addr + i * DYN.size(mem.img.elf_class), DYN)
@@ -233,7 +237,7 @@ def _sysv_walk(mem, view, name, word):
     if nbucket == 0:
         raise Crash("DT_HASH has 0 buckets: the bucket index divides by zero")
     idx = mem.one(table + (2 + elf_hash(name) % nbucket) * word, word)
-    seen = set()
+    seen: set[int] = set()
     while idx != 0:
         mem.img.charge()
         if idx in seen or len(seen) >= MAX_STEPS:
@@ -281,8 +285,8 @@ def _gnu_walk(mem, view, name, bloom):
 class Consumer:
     """One consumer's lookup algorithm.  Subclasses set the policy."""
     name = ""
-    types = ()
-    binds = (STB_GLOBAL, STB_WEAK)
+    types: tuple[int, ...] = ()
+    binds: tuple[int, ...] = (STB_GLOBAL, STB_WEAK)
     last_load = False
     dynamic_by_vaddr = False
     hash_kind = "gnu-or-sysv"      # "gnu-or-sysv", "sysv", "scan"
@@ -290,12 +294,12 @@ class Consumer:
     version_hash = False           # compares vd_hash as well as the name
     needs_verdef = "ignore"        # "crash", "miss", "ignore"
 
-    def __init__(self, mem, abi):
+    def __init__(self, mem: Memory, abi: Abi | None) -> None:
         self.mem = mem
         self.abi = abi
         self.word = abi.hash_word if abi else mem.img.hash_word
 
-    def setup(self):
+    def setup(self) -> View:
         view = _setup(self.mem, self.last_load, self.dynamic_by_vaddr)
         _require(view, "STRTAB", "SYMTAB")
         if self.hash_kind == "gnu-or-sysv" and DT["GNU_HASH"] not in view.tags and DT["HASH"] not in view.tags:
@@ -311,7 +315,7 @@ class Consumer:
             view.verdefs = verdefs
         return view
 
-    def candidates(self, view, name):
+    def candidates(self, view: View, name: str) -> Iterable[int]:
         if self.hash_kind == "scan":
             nchain = self.mem.one(view.base + view.tags[DT["HASH"]] + self.word, self.word)     # DT_HASH word 1
             return range(min(nchain, MAX_STEPS))
@@ -319,7 +323,7 @@ class Consumer:
             return _gnu_walk(self.mem, view, name, self.bloom)
         return _sysv_walk(self.mem, view, name, self.word)
 
-    def version_index(self, view, version):
+    def version_index(self, view: View, version: str) -> int | None:
         """Index of the version node a lookup names, or None if none matches."""
         for ndx, flags, vhash, name in view.verdefs:
             if flags & VER_FLG_BASE:
@@ -328,7 +332,7 @@ class Consumer:
                 return ndx & 0x7FFF
         return None
 
-    def refuse(self, view, sym, lookup):
+    def refuse(self, view: View, sym: Sym, lookup: Lookup) -> str | None:
         """Why this symbol (whose name matches) is not the one looked up, or None."""
         if sym.type not in self.types:
             return f"is {TYPE_NAMES.get(sym.type, f'type {sym.type}')}, which it does not accept"
@@ -351,7 +355,7 @@ class Consumer:
             return f"is bound to version index {v & 0x7FFF}, not {lookup.version}"
         return None
 
-    def find(self, view, lookup):
+    def find(self, view: View, lookup: Lookup) -> tuple[Sym | None, str | None]:
         """(symbol, None) or (None, why it was refused)."""
         why = None
         for idx in self.candidates(view, lookup.symbol):
@@ -374,13 +378,13 @@ class Glibc(Consumer):
     bloom = True
     needs_verdef = "miss"
 
-    def setup(self):
+    def setup(self) -> View:
         for ptype, *_rest in _phdrs(self.mem):
             if ptype == PT_TLS:
                 raise Crash("PT_TLS: glibc asserts that the vDSO has no TLS segment")
         return super().setup()
 
-    def refuse(self, view, sym, lookup):
+    def refuse(self, view: View, sym: Sym, lookup: Lookup) -> str | None:
         if sym.value == 0 and sym.type != STT_TLS:
             return "has value 0, which it skips"
         return super().refuse(view, sym, lookup)
@@ -400,7 +404,7 @@ class Go(Consumer):
     version_hash = True
     needs_verdef = "crash"
 
-    def __init__(self, mem, abi):
+    def __init__(self, mem: Memory, abi: Abi | None) -> None:
         super().__init__(mem, abi)
         self.word = 4
 
@@ -417,7 +421,7 @@ MODELS = {"glibc": Glibc, "musl": Musl, "go": Go, "sysv": SysvParser}
 
 # -- ground truth and verdicts -------------------------------------------------------
 
-def defined_exports(img):
+def defined_exports(img: ElfImage) -> set[tuple[str, str | None]]:
     """{(name, version or None)} the image defines, from .dynsym, versym and verdef."""
     syms = img.dynsym
     verdefs = img.verdefs() if img.dynamic is not None else None
@@ -450,7 +454,7 @@ def _address_problem(img, mem, view, sym):
     return addr, None
 
 
-def simulate(img, abi):
+def simulate(img: ElfImage, abi: Abi) -> list[Verdict]:
     """Verdict per consumer for an image of a catalogue ABI."""
     mem = Memory(img)
     exports = defined_exports(img)

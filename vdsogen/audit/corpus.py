@@ -21,13 +21,18 @@ not match or has no entry.  --draft prints entries for images without one,
 to be read and completed by hand.
 """
 
+from __future__ import annotations
+
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
+from typing import Any, TextIO
 
 from vdsogen.audit import carve
 from vdsogen.audit.era import version_of
+from vdsogen.audit.report import Report
 from vdsogen.audit.run import audit_path
 from vdsogen.spec.toml import load_toml
 
@@ -35,15 +40,16 @@ DEFAULT_EXPECT = Path(__file__).resolve().parents[2] / "tests" / "real-vdso-expe
 QUIET = ("works", "n/a")
 
 
-def key_of(entry):
+def key_of(entry: dict[str, Any]) -> str:
     return entry["path"][:-3] if entry["path"].endswith(".so") else entry["path"]
 
 
-def profile_of(entry, expect):
+def profile_of(entry: dict[str, Any], expect: dict[str, Any]) -> str:
     return expect.get("profile", "qemu-user" if entry["kind"] == "qemu" else "linux")
 
 
-def judge(cache, entry, expect):
+def judge(cache: str | os.PathLike, entry: dict[str, Any],
+          expect: dict[str, Any]) -> tuple[Report, set[str], dict[str, str]]:
     """(report, findings set, verdicts) of one image under its profile; the
     entry's "linux" is the era audit reads from the image."""
     arch = entry["abi"] if entry["abi"] == "arm64-compat" else None
@@ -55,7 +61,7 @@ def judge(cache, entry, expect):
     return report, found, verdicts
 
 
-def compare(found, verdicts, expect):
+def compare(found: set[str], verdicts: dict[str, str], expect: dict[str, Any]) -> list[str]:
     """What differs from the expectation, as lines (empty: it matches)."""
     out = []
     want = set(expect.get("findings", []))
@@ -70,7 +76,7 @@ def compare(found, verdicts, expect):
     return out
 
 
-def kind_of(report):
+def kind_of(report: Report) -> str:
     if report.status == "unusable":
         return "unusable"
     if report.count("error"):
@@ -78,7 +84,7 @@ def kind_of(report):
     return "warnings" if report.count("warning") else "clean"
 
 
-def draft(entry, report, found, verdicts):
+def draft(entry: dict[str, Any], report: Report, found: set[str], verdicts: dict[str, str]) -> str:
     lines = [f'["{key_of(entry)}"]'] + ([f'linux = "{entry["linux"]}"'] if entry["linux"] else [])
     if entry["kind"] == "qemu":
         lines.append('profile = "qemu-user"')
@@ -102,7 +108,8 @@ def _compared(key, summary, entry, found, verdicts, expect, stream):
         print(f"ok        {key}: {summary}{drift}", file=stream)
 
 
-def run(cache, expect_path, verbose=False, drafts=None, stream=sys.stdout):
+def run(cache: str | os.PathLike, expect_path: str | os.PathLike, verbose: bool = False,
+        drafts: list[str] | None = None, stream: TextIO = sys.stdout) -> int:
     """Audit every image of the manifest; the exit status."""
     entries = carve.load_manifest(cache)
     expectations = load_toml(expect_path) if Path(expect_path).exists() else {}
@@ -144,7 +151,7 @@ def run(cache, expect_path, verbose=False, drafts=None, stream=sys.stdout):
     return 1 if bad or not total else 0
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m vdsogen.audit.corpus",
                                 description="audit the real-image cache against the expectation file")
     p.add_argument("--cache", required=True)
@@ -155,7 +162,7 @@ def main(argv=None):
     if not (Path(args.cache) / "manifest.json").exists():
         print(f"{args.cache}: no manifest.json: run scripts/fetch-real-vdso.sh first", file=sys.stderr)
         return 2
-    drafts = [] if args.draft else None
+    drafts: list[str] | None = [] if args.draft else None
     status = run(args.cache, args.expect, args.verbose, drafts)
     if args.draft:
         Path(args.draft).write_text("\n".join(drafts))

@@ -8,9 +8,12 @@ An image without a version note is judged by today's conventions.
 """
 
 from vdsogen.elf.consts import NT_LINUX_VERSION
+from vdsogen.elf.reader import ElfImage
+
+Version = tuple[int, ...]      # (major, minor, sublevel)
 
 
-def version_of(img):
+def version_of(img: ElfImage) -> Version | None:
     """(major, minor, sublevel) from the "Linux" type-0 note, or None.  A
     version note that the 4-byte note walk does not reach (a PT_NOTE that
     mixes alignments) still dates the image."""
@@ -24,21 +27,21 @@ def version_of(img):
     return None
 
 
-def _decode(code):
+def _decode(code: int) -> Version:
     return (code >> 16, (code >> 8) & 0xFF, code & 0xFF)
 
 
-def parse(text):
+def parse(text: str) -> Version:
     """"3.15" or "2.6.23" as a comparable tuple."""
     parts = tuple(int(p) for p in str(text).split("."))
     return parts + (0,) * (3 - len(parts))
 
 
-def show(version):
+def show(version: Version) -> str:
     return ".".join(str(p) for p in version[:2]) + (f".{version[2]}" if version[2:] and version[2] else "")
 
 
-def before(img, since):
+def before(img: ElfImage, since: str | Version) -> bool:
     """True when the image's note names a Linux older than `since` (text or
     tuple); False for a newer one or an image without a note."""
     v = version_of(img)

@@ -6,9 +6,13 @@ per finding and consumer, or as one JSON document (docs/audit.rst gives its
 schema).
 """
 
+from __future__ import annotations
+
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, TextIO
 
 from vdsogen import __version__
 from vdsogen.audit import rules
@@ -30,23 +34,23 @@ class Report:
     consumers: list = field(default_factory=list)
     work: int = 0                        # units of the work budget used (vdsogen.elf.Budget)
 
-    def count(self, severity):
+    def count(self, severity: str) -> int:
         return sum(f.severity == severity for f in self.findings)
 
     @property
-    def exit_code(self):
+    def exit_code(self) -> int:
         if self.status == "unusable":
             return 2
         return 1 if self.count("error") else 0
 
 
-def size_of(img, a):
+def size_of(img: ElfImage, a: abi.Abi | None) -> dict[str, int]:
     page = a.page_size if a else 4096
     load = img.image_end if img.loads else 0
     return {"file": len(img.data), "load": load, "pages": -(-max(load, 1) // page), "page_size": page}
 
 
-def elf_summary(img):
+def elf_summary(img: ElfImage) -> dict[str, Any]:
     try:
         soname = img.dynstr(img.dyn("SONAME")) if img.dyn("SONAME") is not None else None
     except Unreadable:
@@ -59,7 +63,7 @@ def elf_summary(img):
             "machine_name": img.machine_name, "flags": img.e_flags, "soname": soname, "versions": versions}
 
 
-def report_dict(r):
+def report_dict(r: Report) -> dict[str, Any]:
     doc = {"file": r.path, "status": r.status, "error": None, "abi": None, "elf": None, "size": None,
            "findings": [f.as_dict() for f in r.findings], "consumers": [c.as_dict() for c in r.consumers],
            "counts": {s: r.count(s) for s in rules.SEVERITIES}}
@@ -75,14 +79,14 @@ def report_dict(r):
     return doc
 
 
-def error_message(err):
+def error_message(err: ImageError) -> str:
     """An ImageError's message without the file and offset it starts with."""
     where = err.path if err.offset is None else f"{err.path} @0x{err.offset:x}"
     text = str(err)
     return text[len(where) + 2:] if text.startswith(where + ": ") else text
 
 
-def render_json(reports, profile, stream=None):
+def render_json(reports: Sequence[Report], profile: str, stream: TextIO | None = None) -> None:
     stream = stream or sys.stdout
     doc = {"schema_version": SCHEMA_VERSION, "tool": f"vdsogen {__version__}", "profile": profile,
            "exit_code": exit_code(reports), "images": [report_dict(r) for r in reports]}
@@ -90,7 +94,7 @@ def render_json(reports, profile, stream=None):
     stream.write("\n")
 
 
-def _abi_line(r):
+def _abi_line(r: Report) -> str:
     d, e = r.detection, elf_summary(r.image)
     ident = f"ELF{e['class']} {e['endian']}-endian {e['machine_name']}, e_flags 0x{e['flags']:x}"
     if d.abi is None:
@@ -100,11 +104,12 @@ def _abi_line(r):
     return f"ABI {d.abi.name} ({d.source}{also}): {ident}, soname {e['soname']!r}, {nodes}"
 
 
-def finding_line(f):
+def finding_line(f: rules.Finding) -> str:
     return f"{f.rule} {f.severity:<7} {f.where}: {f.message}"
 
 
-def render_text(reports, profile, stream=None, verbose=False, err_stream=None):
+def render_text(reports: Sequence[Report], profile: str, stream: TextIO | None = None, verbose: bool = False,
+                err_stream: TextIO | None = None) -> None:
     stream = stream or sys.stdout
     err_stream = err_stream or sys.stderr
     for r in reports:
@@ -134,11 +139,11 @@ def render_text(reports, profile, stream=None, verbose=False, err_stream=None):
               f"(profile {profile})", file=stream)
 
 
-def exit_code(reports):
+def exit_code(reports: Sequence[Report]) -> int:
     return max((r.exit_code for r in reports), default=0)
 
 
-def render(reports, profile, fmt="text", verbose=False):
+def render(reports: Sequence[Report], profile: str, fmt: str = "text", verbose: bool = False) -> int:
     """Print the reports; returns the exit status they call for."""
     if fmt == "json":
         render_json(reports, profile)

@@ -7,9 +7,12 @@ that cannot be read is reported as unusable (exit 2); one with errors
 under the profile exits 1.
 """
 
+from __future__ import annotations
+
 import os
 import struct
 import sys
+from collections.abc import Iterable
 
 from vdsogen.audit import report, rules
 from vdsogen.audit.consumers import simulate
@@ -22,7 +25,7 @@ from vdsogen.errors import ImageError
 LIVE_NAME = "[vdso]"
 
 
-def expect_for(img, detection):
+def expect_for(img: ElfImage, detection: abi.Detection) -> rules.Expect:
     a = detection.abi
     if a is None:
         return rules.Expect(abi_problem=detection.reason)
@@ -33,18 +36,19 @@ def expect_for(img, detection):
         page_size=a.page_size, flags=a.flags, abi_info=a)
 
 
-def audit_image(img, arch=None, profile="linux"):
+def audit_image(img: ElfImage, arch: str | None = None, profile: str = "linux") -> Report:
     """Report for one readable image; ImageError when a structure the rules
     must follow is damaged."""
     detection = abi.chosen(img, arch)
     return judge(img, detection, expect_for(img, detection), profile)
 
 
-def judge(img, detection, expect, profile, status="audited"):
+def judge(img: ElfImage, detection: abi.Detection, expect: rules.Expect, profile: str,
+          status: str = "audited") -> Report:
     """Run the rules and the consumers' simulation: the report of one image."""
     ctx = rules.Context(img, expect, profile)
     findings = rules.run(ctx)
-    consumers = []
+    consumers: list = []
     if detection.abi is not None:
         consumers = ctx.cache.get("consumers")
         if consumers is None:
@@ -57,7 +61,8 @@ def judge(img, detection, expect, profile, status="audited"):
                   consumers=consumers, work=img.budget.used)
 
 
-def audit_bytes(name, data, arch=None, profile="linux"):
+def audit_bytes(name: str | os.PathLike, data: bytes | None, arch: str | None = None,
+                profile: str = "linux") -> Report:
     """Report for one file's bytes (None: read the file `name`); never raises
     for a damaged image."""
     budget = Budget(name)
@@ -69,13 +74,13 @@ def audit_bytes(name, data, arch=None, profile="linux"):
         return Report(str(name), status="unusable", error=err, work=budget.used)
 
 
-def audit_path(path, arch=None, profile="linux"):
+def audit_path(path: str | os.PathLike, arch: str | None = None, profile: str = "linux") -> Report:
     return audit_bytes(path, None, arch, profile)
 
 
 # -- the vDSO of this process ------------------------------------------------------
 
-def live_bytes(auxv="/proc/self/auxv", maps="/proc/self/maps", mem="/proc/self/mem"):
+def live_bytes(auxv: str = "/proc/self/auxv", maps: str = "/proc/self/maps", mem: str = "/proc/self/mem") -> bytes:
     """The vDSO mapped into this process: AT_SYSINFO_EHDR, its mapping, its bytes."""
     try:
         with open(auxv, "rb") as f:
@@ -112,7 +117,7 @@ def live_bytes(auxv="/proc/self/auxv", maps="/proc/self/maps", mem="/proc/self/m
         return ctypes.string_at(base, end - base)
 
 
-def audit_live(arch=None, profile="linux"):
+def audit_live(arch: str | None = None, profile: str = "linux") -> Report:
     try:
         data = live_bytes()
     except ImageError as err:
@@ -120,7 +125,8 @@ def audit_live(arch=None, profile="linux"):
     return audit_bytes(LIVE_NAME, data, arch, profile)
 
 
-def main(files, live=False, arch=None, profile="linux", fmt="text", verbose=False):
+def main(files: Iterable[str | os.PathLike], live: bool = False, arch: str | None = None, profile: str = "linux",
+         fmt: str = "text", verbose: bool = False) -> int:
     reports = []
     if live:
         reports.append(audit_live(arch, profile))

@@ -4,7 +4,6 @@ errors, and reading a file that is only ever a regular file."""
 import os
 import stat
 import struct
-from pathlib import Path
 
 from vdsogen.errors import ImageError
 
@@ -43,7 +42,7 @@ class Budget:
 
     Deterministic: the same bytes always take the same number of units."""
 
-    def __init__(self, path: str | Path, limit: float = WORK_BUDGET) -> None:
+    def __init__(self, path: str | os.PathLike, limit: float = WORK_BUDGET) -> None:
         self.path = str(path)
         self.limit = limit
         self.used = 0
@@ -69,7 +68,7 @@ def _file_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def read_image_file(path: str | Path) -> bytes:
+def read_image_file(path: str | os.PathLike) -> bytes:
     """The bytes of a regular file, at most MAX_IMAGE + 1 of them.
 
     Anything but a regular file (a FIFO, a device, a directory) is refused

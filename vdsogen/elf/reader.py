@@ -30,7 +30,7 @@ relocations), hashes.py and notes.py; bounds.py holds the caps and the
 budget, records.py what is read, consts.py the ELF numbers and layouts.
 """
 
-from pathlib import Path
+import os
 
 from vdsogen.elf.bounds import (MAX_IMAGE, PARSE_ERRORS, WORK_BUDGET, Budget, TooComplex, Unreadable,
                                 read_image_file)
@@ -48,7 +48,7 @@ __all__ = ["ElfImage", "Unreadable", "TooComplex", "Budget", "WORK_BUDGET", "rea
 class ElfImage(Dynamic, Hashes, Notes):
     """Everything the rules look at, read once, eagerly and within bounds."""
 
-    def __init__(self, path: str | Path, data: bytes | bytearray | memoryview | None = None,
+    def __init__(self, path: str | os.PathLike, data: bytes | bytearray | memoryview | None = None,
                  budget: Budget | None = None) -> None:
         self.path = str(path)
         self.budget = budget or Budget(path)

@@ -18,15 +18,15 @@ layout), so the fragments need not validate what they are given, and the
 numbers of the modes reach the C from here.
 """
 
-import difflib
 import functools
 import re
 from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
 
 from vdsogen.errors import SpecError
-from vdsogen.spec.layout import PAGE_ROLES
-from vdsogen.spec.toml import C_IDENT, Table, load_toml
+from vdsogen.spec.layout import PAGE_ROLES, Layout
+from vdsogen.spec.toml import C_IDENT, Table, did_you_mean, load_toml
 
 CONTRACT = "contract.toml"
 CATALOGUE = Path(__file__).with_name("fragments.toml")
@@ -126,10 +126,6 @@ def _optional_kinds():
     return [k.name for k in kinds() if k.need == "optional" and not k.named]
 
 
-def did_you_mean(word, choices) -> str:
-    """' (did you mean 'x'?)' when a choice is close to `word`, else ''."""
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 @dataclass(frozen=True)
@@ -206,8 +202,8 @@ class _File:
         self.top = Table(path, load_toml(path))
         top = self.top
         self.modes = {}
-        mt = top.table("modes", None)
-        for name in mt.keys() if mt else ():
+        mt = top.table("modes", {})
+        for name in mt.keys():
             t = mt.table(name)
             if not MODE_NAME.match(name):
                 mt.error(name, f"{name!r} is not a mode name (lower case, digits and '_')")
@@ -222,12 +218,11 @@ class _File:
                                            f"({', '.join(roles)}){did_you_mean(role, roles)}")
             t.done()
             self.modes[name] = (ClockMode(name, number, tuple(pages)), t)
-        if mt:
-            mt.done()
+        mt.done()
 
         self.counters = {}
-        ct = top.table("counter", None)
-        for name in ct.keys() if ct else ():
+        ct = top.table("counter", {})
+        for name in ct.keys():
             t = ct.table(name)
             if not FILE_STEM.match(name):
                 ct.error(name, f"{name!r} cannot be part of a file name")
@@ -235,21 +230,19 @@ class _File:
             if not modes:
                 t.error("modes", "at least one clock mode is needed")
             params = []
-            pt = t.table("params", None)
-            for pname in pt.keys() if pt else ():
+            pt = t.table("params", {})
+            for pname in pt.keys():
                 if not C_IDENT.match(pname):
                     pt.error(pname, f"{pname!r} is not a C identifier")
                 params.append(self._param(pt.table(pname), pname))
-            if pt:
-                pt.done()
+            pt.done()
             fields = t.list("time_fields", str, [], "a string")
             for i, f in enumerate(fields):
                 if not C_IDENT.match(f):
                     t.error(f"time_fields[{i}]", f"{f!r} is not a C identifier")
             t.done()
             self.counters[name] = (modes, tuple(params), tuple(fields), t)
-        if ct:
-            ct.done()
+        ct.done()
 
         optional = _optional_kinds()
         self.provides = self._names("provides", lambda i, n: n in optional or top.error(
@@ -290,11 +283,11 @@ class _File:
         return Param(name, ptype, tuple(values) if values is not None else None, default, has_default)
 
 
-def load_contract(arch: str, roots) -> Contract:
+def load_contract(arch: str, roots: Iterable[str | Path]) -> Contract:
     """The contract of arch/ARCH/ over the trees `roots` (the user's first,
     vdsogen's last), checked against the fragments those trees hold."""
-    roots = [Path(r) for r in roots]
-    dirs = [r / "arch" / arch for r in reversed(roots) if (r / "arch" / arch).is_dir()]
+    trees = [Path(r) for r in roots]
+    dirs = [r / "arch" / arch for r in reversed(trees) if (r / "arch" / arch).is_dir()]
     files = [_File(d / CONTRACT) for d in dirs if (d / CONTRACT).is_file()]
     if not files:
         raise SpecError(dirs[-1] / CONTRACT if dirs else Path("arch") / arch / CONTRACT, None,
@@ -345,7 +338,7 @@ def load_contract(arch: str, roots) -> Contract:
 
 def _check_files(contract, dirs, counters, lists):
     """Every file of arch/ARCH/ is a fragment someone names; every declared one exists."""
-    present = {}
+    present: dict[str, Path] = {}
     for d in dirs:
         for p in sorted(d.iterdir()):
             if p.is_file() and p.name != CONTRACT:
@@ -353,7 +346,7 @@ def _check_files(contract, dirs, counters, lists):
     declared = {"trampoline": set(lists["trampolines"]), "include": set(lists["includes"]),
                 "counter": set(counters)}
     where = ", ".join(contract.files)
-    found = {}
+    found: dict = {}
     for fname, p in present.items():
         for k in _ordered_kinds():
             name = k.match(fname)
@@ -434,8 +427,8 @@ def counter_modes(cc: CounterContract, ct: Table) -> tuple:
 
 def counter_params(cc: CounterContract, ct: Table) -> dict:
     """[counter.params] checked against the contract, with its defaults filled in."""
-    pt = ct.table("params", None)
-    given = pt.keys() if pt is not None else []
+    pt = ct.table("params", {})
+    given = pt.keys()
     out = {}
     declared = [p.name for p in cc.params]
     for key in given:
@@ -450,17 +443,16 @@ def counter_params(cc: CounterContract, ct: Table) -> dict:
         if p.values is not None and value not in p.values:
             pt.error(key, f"must be one of {', '.join(map(repr, p.values))}{did_you_mean(value, p.values)}")
         out[key] = value
-    if pt is not None:
-        pt.done()
-    for p in cc.params:
-        if p.name not in out:
-            if not p.has_default:
-                ct.error(f"params.{p.name}", f"missing: the {cc.name} counter fragment needs it ({cc.path})")
-            out[p.name] = p.default
-    return {p.name: out[p.name] for p in cc.params}
+    pt.done()
+    for q in cc.params:
+        if q.name not in out:
+            if not q.has_default:
+                ct.error(f"params.{q.name}", f"missing: the {cc.name} counter fragment needs it ({cc.path})")
+            out[q.name] = q.default
+    return {q.name: out[q.name] for q in cc.params}
 
 
-def check_layout(cc: CounterContract, numbers: tuple, layout, ct: Table, dt: Table) -> None:
+def check_layout(cc: CounterContract, numbers: tuple, layout: Layout, ct: Table, dt: Table) -> None:
     """The pages the served modes read, and the time-data fields the counter reads, are in the layout."""
     for i, n in enumerate(numbers):
         mode = cc.mode_of(n)

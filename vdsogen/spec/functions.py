@@ -88,32 +88,32 @@ class Function:
     harness: Harness | None = None  # core functions: the harness's checks and benchmark rows
 
     @property
-    def feature(self):
+    def feature(self) -> str:
         """The configuration macro that turns the core's implementation on."""
         return f"VDSO_HAS_{self.name.upper()}"
 
     @property
-    def returns_errno(self):
+    def returns_errno(self) -> bool:
         return self.result == "errno"
 
     @property
-    def nargs(self):
+    def nargs(self) -> int:
         return len(self.params)
 
     @property
-    def param_list(self):
+    def param_list(self) -> str:
         """C parameter list: "clockid_t clock, struct vdso_timespec *ts" ("void" for none)."""
         return ", ".join(str(p) for p in self.params) or "void"
 
     @property
-    def arg_list(self):
+    def arg_list(self) -> str:
         return ", ".join(p.name for p in self.params)
 
-    def prototype(self, symbol):
+    def prototype(self, symbol: str) -> str:
         return f"{self.returns} {symbol}({self.param_list})"
 
     @property
-    def timespec(self):
+    def timespec(self) -> str:
         """The timespec type of a "timespec" flavour: "struct vdso_timespec64"."""
         return self.params[1].ctype.rstrip(" *")
 
@@ -195,7 +195,7 @@ def load_catalogue(path: Path) -> dict:
         params = []
         for i, text in enumerate(t.list("params", str, kindname="a string")):
             m = _PARAM.match(text.strip())
-            if not m:
+            if m is None:
                 t.error(f"params[{i}]", f"{text!r} is not a C parameter \"type name\"")
             params.append(Param(m["type"].strip(), m["name"]))
         syscall, where = t.ident("syscall", None), t.str("where", choices=WHERE)
@@ -208,10 +208,10 @@ def load_catalogue(path: Path) -> dict:
 
 
 @lru_cache(maxsize=None)
-def catalogue():
+def catalogue() -> "dict[str, Function]":
     """name -> Function of functions.toml, in declaration order."""
     return load_catalogue(CATALOGUE)
 
 
-def get(name):
+def get(name: str) -> "Function | None":
     return catalogue().get(name)

@@ -11,6 +11,7 @@ signature from the function declarations (vdsogen/spec/functions.toml).
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from vdsogen import paths
 from vdsogen.errors import SpecError
@@ -102,19 +103,19 @@ class Counter:
     clamp_backwards: bool  # a counter below cycle_last counts as no time passed
     words: tuple = ()      # the read's 32-bit instruction words, in code order, that `check` finds
     # the fragment's entry in arch/<arch>/contract.toml (contracts.CounterContract)
-    contract: object = field(default=None, hash=False, compare=False)
+    contract: Any = field(default=None, hash=False, compare=False)
 
     @property
-    def clock_modes(self):
+    def clock_modes(self) -> tuple:
         """The modes served (contracts.ClockMode: name, number, pages), in the spec's order."""
         return tuple(self.contract.mode_of(n) for n in self.modes)
 
     @property
-    def arch_modes(self):
+    def arch_modes(self) -> tuple:
         """Every mode the counter fragment can serve, as its contract lists them."""
         return self.contract.modes
 
-    def serves(self, name):
+    def serves(self, name: str) -> bool:
         """The spec serves clock mode `name` (a name of the arch's contract)."""
         return any(m.name == name for m in self.clock_modes)
 
@@ -207,7 +208,7 @@ class Target:
     harness: Harness
     spec_files: tuple = ()  # the spec, then the specs it extends, nearest first
     test_counter: bool = False  # a test build: the counter read is injected (test_build())
-    contract: object = field(default=None, hash=False, compare=False)  # arch/<arch>/contract.toml, merged
+    contract: Any = field(default=None, hash=False, compare=False)  # arch/<arch>/contract.toml, merged
 
     @property
     def description(self) -> str:
@@ -223,7 +224,7 @@ class Target:
         """Template name of an arch fragment, for the Jinja2 loader."""
         return f"arch/{self.arch}/{name}"
 
-    def provides(self, kind):
+    def provides(self, kind: str) -> bool:
         """The arch has optional fragment `kind` (its contract's `provides`)."""
         return self.contract.has(kind)
 
@@ -594,7 +595,7 @@ class _Parser:
 
     def _trampolines(self):
         known = {t.name: t for t in self.abi.trampolines}
-        tables = []
+        tables: list[Table] = []
         with self.problems.section():
             tables = self.top.tables("trampoline", [])
         for tt in tables:

@@ -11,20 +11,22 @@ from __future__ import annotations
 
 import builtins
 import difflib
+import os
 import re
 import tomllib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar, overload
 
 from vdsogen.errors import SpecError, SpecErrors
 
 C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MISSING: Any = object()
+_T = TypeVar("_T")
 
 
-def load_toml(path: str | Path) -> dict:
+def load_toml(path: str | os.PathLike) -> dict:
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)
@@ -34,9 +36,9 @@ def load_toml(path: str | Path) -> dict:
         raise SpecError(path, None, f"invalid TOML: {e}") from None
 
 
-def did_you_mean(word: str, known: Iterable[str]) -> str:
+def did_you_mean(word: object, known: Iterable[object]) -> str:
     """" (did you mean 'x'?)" when `known` holds a name close to `word`, else ""."""
-    close = difflib.get_close_matches(word, sorted(set(known)), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(str(word), sorted({str(k) for k in known}), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
@@ -139,21 +141,39 @@ class Table:
     def bool(self, key: builtins.str, default: Any = _MISSING) -> Any:
         return self._get(key, default, (bool,), "a boolean")
 
-    def list(self, key: builtins.str, kind: type, default: Any = _MISSING,
+    def list(self, key: builtins.str, kind: type | tuple[type, ...], default: Any = _MISSING,
              kindname: builtins.str | None = None) -> Any:
         value = self._get(key, default, (list,), "an array")
         if value is default:
             return value
         for i, item in enumerate(value):
             if not isinstance(item, kind) or (isinstance(item, bool) and kind is not bool):
-                self.error(f"{key}[{i}]", f"expected {kindname or kind.__name__}, got {_typename(item)}")
+                what = kindname or (kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind))
+                self.error(f"{key}[{i}]", f"expected {what}, got {_typename(item)}")
         return list(value)
 
+    @overload
+    def table(self, key: builtins.str) -> Table: ...
+
+    @overload
+    def table(self, key: builtins.str, default: dict) -> Table: ...
+
+    @overload
+    def table(self, key: builtins.str, default: _T) -> Table | _T: ...
+
     def table(self, key: builtins.str, default: Any = _MISSING) -> Any:
+        """The table `key`; when it is absent, `default`, or with a dict
+        default an empty table (its done() then passes)."""
         value = self._get(key, default, (dict,), "a table")
-        if value is default:
+        if value is default and not isinstance(default, dict):
             return value
         return Table(self.path, value, self._join(key) or "", self.problems)
+
+    @overload
+    def tables(self, key: builtins.str) -> builtins.list[Table]: ...
+
+    @overload
+    def tables(self, key: builtins.str, default: _T) -> builtins.list[Table] | _T: ...
 
     def tables(self, key: builtins.str, default: Any = _MISSING) -> Any:
         value = self._get(key, default, (list,), "an array of tables")

@@ -14,11 +14,24 @@ own images (check) keep the rule's severity; `relief` says when it is
 lowered, for `vdsogen rules ID`.
 """
 
-import textwrap
-from dataclasses import dataclass, field
+from __future__ import annotations
 
-from vdsogen.elf.reader import Unreadable
+import importlib
+import textwrap
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from vdsogen.elf.reader import ElfImage, Unreadable
 from vdsogen.errors import ImageError
+
+if TYPE_CHECKING:
+    from vdsogen.spec.abi import Abi
+
+# What a rule yields for each finding: (where, message), or (where, message,
+# the lower severity the image's era allows, None for none).
+Findings = Iterator[tuple[str, str] | tuple[str, str, str | None]]
+RuleFunc = Callable[["Context"], "Findings | None"]
 
 PROFILES = ("linux", "qemu-user", "strict")
 SEVERITIES = ("error", "warning", "info")
@@ -33,11 +46,11 @@ AUDIT_FIELDS = {"abi", "elf_class", "endian", "machine", "soname", "versions", "
                 "abi_info", "page_size"}
 
 
-def worse(a, b):
+def worse(a: str, b: str) -> str:
     return a if SEVERITIES.index(a) <= SEVERITIES.index(b) else b
 
 
-def _lesser(a, b):
+def _lesser(a: str, b: str) -> str:
     return a if SEVERITIES.index(a) >= SEVERITIES.index(b) else b
 
 
@@ -47,19 +60,19 @@ class Rule:
     severity: dict            # profile -> "error" | "warning" | "info"
     reason: str
     explain: str
-    func: object = field(compare=False, repr=False)
+    func: RuleFunc = field(compare=False, repr=False)
     needs: tuple = ()         # Expect attributes the rule compares against
     check: str | None = None  # severity when a vdsogen-built image is checked against its spec
     relief: str = ""          # when a finding gets a lower severity (the image's era, harmless forms)
 
-    def applies(self, expect):
+    def applies(self, expect: Expect) -> bool:
         return all(getattr(expect, n) is not None for n in self.needs)
 
     @property
-    def in_audit(self):
+    def in_audit(self) -> bool:
         return set(self.needs) <= AUDIT_FIELDS
 
-    def severity_for(self, profile, generated=False):
+    def severity_for(self, profile: str, generated: bool = False) -> str:
         sev = self.severity[profile]
         return worse(sev, self.check) if generated and self.check else sev
 
@@ -71,7 +84,7 @@ class Finding:
     where: str
     message: str
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, str]:
         return {"rule": self.rule, "severity": self.severity, "where": self.where, "message": self.message}
 
 
@@ -93,40 +106,41 @@ class Expect:
     page_size: int | None = None
     data_pages: int | None = None
     flags: tuple | None = None         # vdsogen.spec.abi.FlagRule constraints on e_flags
-    abi_info: object | None = None     # vdsogen.spec.abi.Abi: core entry points, consumers' lookups
+    abi_info: Abi | None = None        # core entry points, consumers' lookups
     abi_problem: str | None = None     # why no catalogue ABI fits the image
     generated: bool = False            # a vdsogen-built image checked against its spec
 
 
 @dataclass
 class Context:
-    image: object               # vdsogen.elf.ElfImage
+    image: ElfImage
     expect: Expect
     profile: str = "linux"
     cache: dict = field(default_factory=dict)   # results rules share (consumer verdicts)
 
     @property
-    def era(self):
+    def era(self) -> tuple[int, ...] | None:
         """(major, minor, sublevel) from the image's Linux version note, or None."""
         if "era" not in self.cache:
             from vdsogen.audit.era import version_of
             self.cache["era"] = version_of(self.image)
         return self.cache["era"]
 
-    def before(self, since):
+    def before(self, since: str) -> bool:
         """True when the image's note names a Linux older than `since` ("5.11")."""
         from vdsogen.audit.era import parse
         return self.era is not None and self.era < parse(since)
 
 
-REGISTRY = {}
+REGISTRY: dict[str, Rule] = {}
 
 
-def rule(rule_id, severity, reason, explain="", needs=(), check=None, relief="", **profiles):
+def rule(rule_id: str, severity: str, reason: str, explain: str = "", needs: Iterable[str] = (),
+         check: str | None = None, relief: str = "", **profiles: str) -> Callable[[RuleFunc], RuleFunc]:
     """Register a rule.  `profiles` override the severity, e.g. qemu_user="info";
     `check` raises it for vdsogen's own images checked against their spec;
     `relief` says when a finding is given a lower severity."""
-    def register(func):
+    def register(func: RuleFunc) -> RuleFunc:
         if rule_id in REGISTRY:
             raise ValueError(f"rule {rule_id} registered twice")
         sev = {p: severity for p in PROFILES}
@@ -140,30 +154,31 @@ def rule(rule_id, severity, reason, explain="", needs=(), check=None, relief="",
     return register
 
 
-def _dedent(text):
+def _dedent(text: str) -> str:
     lines = text.strip().splitlines()
     if not lines:
         return ""
     return lines[0].strip() + ("\n" + textwrap.dedent("\n".join(lines[1:])) if len(lines) > 1 else "")
 
 
-def all_rules():
+def all_rules() -> list[Rule]:
     _load()
     return [REGISTRY[k] for k in sorted(REGISTRY)]
 
 
-def get_rule(rule_id):
+def get_rule(rule_id: str) -> Rule | None:
     _load()
     return REGISTRY.get(rule_id.upper())
 
 
-def _load():
+def _load() -> None:
     # Rule modules register themselves on import.
-    from vdsogen.audit.rules import (code, consumers, dynamic, hashes, header, notes, patches,  # noqa: F401
-                               sections, segments, symbols, target, versions)
+    for module in ("code", "consumers", "dynamic", "hashes", "header", "notes", "patches", "sections", "segments",
+                   "symbols", "target", "versions"):
+        importlib.import_module(f"vdsogen.audit.rules.{module}")
 
 
-def run(ctx, only=None):
+def run(ctx: Context, only: Iterable[str] | None = None) -> list[Finding]:
     """All findings for one image, in rule order."""
     out = []
     for r in all_rules():

@@ -1,18 +1,23 @@
 """Rules that read the code itself."""
 
 import struct
+from collections.abc import Iterable, Iterator
 
 from vdsogen.elf import decode
 from vdsogen.elf.consts import (EM_AARCH64, EM_PPC, EM_PPC64, PF_X, SHF_EXECINSTR, SHT_NOBITS, STB_LOCAL, STT_FUNC,
                                 STT_NOTYPE)
+from vdsogen.elf.reader import ElfImage
 from vdsogen.isa.arm64 import arm64_writes_x18
-from vdsogen.audit.rules import rule
+from vdsogen.audit.rules import Context, Findings, rule
+
+# (address, bytes, file offset) of a stretch of code.
+Region = tuple[int, memoryview, int]
 
 BCL_20_31_NEXT = 0x429F0005   # bcl 20,31,.+4
 MAX_FINDINGS = 20
 
 
-def capped(findings, more=None):
+def capped(findings: Iterable[tuple[str, str]], more: str | None = None) -> Findings:
     """The first MAX_FINDINGS of `findings` ((where, message) pairs), then, if
     `more` names what they are, one finding that counts the rest."""
     count = 0
@@ -24,7 +29,7 @@ def capped(findings, more=None):
         yield "code", f"{count - MAX_FINDINGS} more {more}"
 
 
-def code_words(img):
+def code_words(img: ElfImage) -> Iterator[tuple[int, int]]:
     """(file offset, 32-bit word) of every aligned word in executable sections;
     four words are a unit of the image's work budget."""
     fmt = ">I" if img.code_endian == "big" else "<I"
@@ -45,7 +50,7 @@ def code_words(img):
       it mispredicts: slower, never wrong (powerpc kernels before 2016 used
       `bcl 20,31,.+8` over an inline word), so a warning; vdsogen's own
       images must use the right form (an error in check).""", check="error")
-def powerpc_bcl(ctx):
+def powerpc_bcl(ctx: Context) -> Findings:
     img = ctx.image
     if img.e_machine not in (EM_PPC, EM_PPC64):
         return
@@ -59,7 +64,7 @@ def powerpc_bcl(ctx):
     yield from capped(found(), "bcl of another form")
 
 
-def code_regions(img):
+def code_regions(img: ElfImage) -> list[Region]:
     """[(address, bytes, file offset)] of the code: executable sections, or
     executable PT_LOADs when there is no section table.  .altinstr_replacement
     is left out: its code is copied elsewhere before it runs."""
@@ -75,7 +80,7 @@ def code_regions(img):
     return out
 
 
-def entry_points(img, regions):
+def entry_points(img: ElfImage, regions: decode.Regions | list[Region]) -> list[tuple[int, str | None]]:
     """(address, mode) of every function the symbol tables name inside the code."""
     if not isinstance(regions, decode.Regions):
         regions = decode.Regions([(a, code) for a, code, _o in regions])
@@ -91,7 +96,7 @@ def entry_points(img, regions):
     return sorted(out, key=lambda e: (e[0], e[1] or ""))
 
 
-def reached(ctx):
+def reached(ctx: Context) -> tuple[list[Region], list[tuple]]:
     """Every instruction reached from the entry points, computed once per image."""
     if "code" not in ctx.cache:
         img = ctx.image
@@ -117,7 +122,7 @@ def _where(regions, img, addr):
       unmapped memory.  The code is followed from every function symbol,
       for x86, arm64, arm/Thumb, powerpc, MIPS, RISC-V, s390x and
       LoongArch.""")
-def branches_inside(ctx):
+def branches_inside(ctx: Context) -> Findings:
     img = ctx.image
     regions, insns = reached(ctx)
     lo = min((s.vaddr for s in img.loads), default=0)
@@ -132,7 +137,7 @@ def branches_inside(ctx):
       """x18 is the platform register: some ABIs reserve it and Linux uses it
       for the Shadow Call Stack, so a vDSO called from any process must
       leave it alone (-ffixed-x18, no -fsanitize=shadow-call-stack).""")
-def arm64_x18(ctx):
+def arm64_x18(ctx: Context) -> Findings:
     img = ctx.image
     if img.e_machine != EM_AARCH64:
         return
@@ -158,7 +163,7 @@ _PPC_X_STORE_UPDATE = {183, 181, 247, 439, 695, 759}
 _PPC_X_LOAD_UPDATE = {55, 119, 311, 375, 53, 373}
 
 
-def ppc_gprs_written(word):
+def ppc_gprs_written(word: int) -> set[int]:
     """The general registers a powerpc instruction writes (a decoding for
     the integer and load/store instructions a vDSO uses; lmw writes RT..r31)."""
     op = word >> 26
@@ -200,7 +205,7 @@ def ppc_gprs_written(word):
       are judged by all their code (check): gcc keeps r30 free with
       -ffixed-r30; clang-19 has no such option for powerpc and allocates
       r30.""")
-def powerpc_r30(ctx):
+def powerpc_r30(ctx: Context) -> Findings:
     img = ctx.image
     if img.e_machine not in (EM_PPC, EM_PPC64):
         return

@@ -1,11 +1,11 @@
 """Consumer rules: what glibc, musl, the Go runtime and a DT_HASH-only parser
 make of the image (vdsogen.consumers simulates their lookups)."""
 
-from vdsogen.audit.consumers import simulate
-from vdsogen.audit.rules import rule
+from vdsogen.audit.consumers import Verdict, simulate
+from vdsogen.audit.rules import Context, Findings, rule
 
 
-def verdicts(ctx):
+def verdicts(ctx: Context) -> list[Verdict]:
     """Per-consumer verdicts, computed once per image."""
     if "consumers" not in ctx.cache:
         ctx.cache["consumers"] = simulate(ctx.image, ctx.expect.abi_info)
@@ -20,7 +20,7 @@ def verdicts(ctx):
       never ends, a documented crash (Go without DT_VERDEF, glibc's PT_TLS
       assertion) or an entry point whose address is not its code breaks
       every program that uses that consumer.""", needs=("abi_info",))
-def consumer_breaks(ctx):
+def consumer_breaks(ctx: Context) -> Findings:
     for v in verdicts(ctx):
         if v.verdict == "breaks":
             yield v.consumer, f"{v.title} breaks: {v.reason}"
@@ -31,7 +31,7 @@ def consumer_breaks(ctx):
       without DT_HASH, a FUNC-only reader and STT_NOTYPE exports, a broken
       hash chain, a version node it cannot match) silently falls back to the
       syscall: the program works, slower.""", needs=("abi_info",))
-def consumer_misses(ctx):
+def consumer_misses(ctx: Context) -> Findings:
     for v in verdicts(ctx):
         if v.verdict == "breaks":
             continue

@@ -3,7 +3,7 @@
 from vdsogen.elf.consts import (DF_1_NOW, DF_BIND_NOW, DF_SYMBOLIC, DF_TEXTREL, DT, DT_MIPS, DT_NAMES, DT_PPC64_OPT,
                                 DT_PPC_GOT, EM_MIPS, EM_PPC, EM_PPC64, SHT_REL, SHT_RELA, SHT_RELR)
 from vdsogen.elf.reader import Unreadable
-from vdsogen.audit.rules import rule
+from vdsogen.audit.rules import Context, Findings, rule
 
 REQUIRED_OR_ALLOWED = {"NULL", "SONAME", "SYMTAB", "STRTAB", "STRSZ", "SYMENT", "VERSYM", "VERDEF", "VERDEFNUM",
                        "HASH", "GNU_HASH", "SYMBOLIC", "FLAGS", "FLAGS_1", "BIND_NOW", "PLTGOT"}
@@ -14,7 +14,7 @@ RELOC_TAGS = {"REL", "RELSZ", "RELENT", "RELA", "RELASZ", "RELAENT", "RELR", "RE
 RELOC_TABLES = (("REL", "RELSZ"), ("RELA", "RELASZ"), ("RELR", "RELRSZ"), ("JMPREL", "PLTRELSZ"))
 
 
-def dynamic_tag_name(tag):
+def dynamic_tag_name(tag: int) -> str:
     return "DT_" + DT_NAMES.get(tag, DT_MIPS.get(tag, f"0x{tag:x}"))
 
 
@@ -27,7 +27,7 @@ def _where(img, tag_name):
       """glibc registers the vDSO under its soname (linux-vdso.so.1,
       linux-gate.so.1, linux-vdso32.so.1, linux-vdso64.so.1); that is how
       dlopen("linux-vdso.so.1") finds it.""", needs=("soname",))
-def soname(ctx):
+def soname(ctx: Context) -> Findings:
     img = ctx.image
     if img.dynamic is None:
         return
@@ -41,7 +41,7 @@ def soname(ctx):
 
 
 @rule("D002", "error", "DT_SYMTAB, DT_STRTAB, DT_STRSZ and DT_SYMENT must be present: every lookup needs them")
-def required_tags(ctx):
+def required_tags(ctx: Context) -> Findings:
     img = ctx.image
     if img.dynamic is None:
         return
@@ -59,7 +59,7 @@ def required_tags(ctx):
       the init arrays; QEMU's gen-vdso rejects such "external
       dependencies".  Each of them means the image relies on something that
       will not happen.""")
-def forbidden_tags(ctx):
+def forbidden_tags(ctx: Context) -> Findings:
     img = ctx.image
     for name in FORBIDDEN:
         for value in img.dyn_all(name):
@@ -76,7 +76,7 @@ def forbidden_tags(ctx):
       """A kernel built under a Nix ld wrapper carries a DT_RUNPATH with a
       store path.  With no DT_NEEDED nothing searches it, so it is harmless;
       QEMU's gen-vdso would still reject it.""")
-def runpath(ctx):
+def runpath(ctx: Context) -> Findings:
     img = ctx.image
     for value in img.dyn_all("RUNPATH"):
         try:
@@ -104,7 +104,7 @@ def _arch_tags(img):
       loader that meets a tag it does not understand may ignore what it
       means.  Known extras: MIPS's DT_MIPS_* GOT tags, ppc64's DT_PPC64_OPT,
       ppc32's DT_PPC_GOT.""")
-def unknown_tags(ctx):
+def unknown_tags(ctx: Context) -> Findings:
     img = ctx.image
     known = {DT[n] for n in REQUIRED_OR_ALLOWED | RELOC_TAGS | set(FORBIDDEN) | {"RUNPATH"}}
     arch = _arch_tags(img)
@@ -124,7 +124,7 @@ def unknown_tags(ctx):
       """These are what kernel images carry; other flags (ORIGIN, STATIC_TLS,
       NODELETE, PIE...) ask a loader for behaviour a vDSO never gets.
       DF_TEXTREL is a relocation and R001 reports it.""")
-def flag_bits(ctx):
+def flag_bits(ctx: Context) -> Findings:
     img = ctx.image
     for name, allowed in (("FLAGS", DF_SYMBOLIC | DF_BIND_NOW | DF_TEXTREL), ("FLAGS_1", DF_1_NOW)):
         for value in img.dyn_all(name):
@@ -136,7 +136,7 @@ def flag_bits(ctx):
       """A RISC-V toolchain quirk emits DT_RELA with DT_RELASZ 0; it holds
       nothing (QEMU's gen-vdso tolerates it) but shows a link that expected
       relocations.""")
-def empty_reloc_tables(ctx):
+def empty_reloc_tables(ctx: Context) -> Findings:
     img = ctx.image
     for addr, size in RELOC_TABLES:
         if img.dyn(addr) is not None and not img.dyn(size):
@@ -160,7 +160,7 @@ def _section_reloc_entries(img, sec):
       """The kernel maps the image as it is; glibc, musl and Go never apply
       relocations to it.  Linux's cmd_vdso_check fails the build on any
       relocation other than R_*_NONE, and vdso2c rejects DT_REL/DT_RELA.""")
-def no_relocations(ctx):
+def no_relocations(ctx: Context) -> Findings:
     img = ctx.image
     relocs = [r for r in img.dynamic_relocs() if r.type]
     reported = set()
@@ -192,7 +192,7 @@ def no_relocations(ctx):
       every global entry implicitly, without relocation records.  Nothing
       does that for a vDSO: code that reaches data through such an entry
       (plain C `&symbol`) reads an unrelocated address.""")
-def mips_got(ctx):
+def mips_got(ctx: Context) -> Findings:
     img = ctx.image
     if img.e_machine != EM_MIPS or img.dynamic is None:
         return
@@ -214,7 +214,7 @@ def _mips(img, tag):
 @rule("R003", "info", "R_*_NONE relocation entries are harmless leftovers",
       """GNU ld leaves one R_MIPS_NONE in MIPS images and powerpc ld has
       emitted spurious NONE entries; Linux's cmd_vdso_check accepts them.""")
-def none_relocations(ctx):
+def none_relocations(ctx: Context) -> Findings:
     img = ctx.image
     for rel in img.dynamic_relocs():
         if rel.type == 0:
@@ -226,7 +226,7 @@ def none_relocations(ctx):
       hold absolute addresses that only a loader fills in.  Linux discards
       .opd and exports plain code labels; lld's zero-filled .opd crashes at
       run time.""")
-def no_opd(ctx):
+def no_opd(ctx: Context) -> Findings:
     sec = ctx.image.section(".opd")
     if sec is not None and sec.size:
         yield f".opd @0x{sec.offset:x}", f".opd section of {sec.size} bytes"

@@ -1,7 +1,7 @@
 """Hash table rules: consumers find every symbol through DT_HASH or DT_GNU_HASH."""
 
 from vdsogen.elf.consts import EM_MIPS, SHN_UNDEF, STB_LOCAL
-from vdsogen.audit.rules import rule
+from vdsogen.audit.rules import Context, Findings, rule
 
 
 @rule("X001", "warning", "DT_HASH should be present: musl and other DT_HASH-only readers need it",
@@ -10,7 +10,7 @@ from vdsogen.audit.rules import rule
       through DT_HASH.  arm64 kernels v6.11+ dropped it and broke them, so an
       audit warns; vdsogen's own images must have it (an error in check).""",
       check="error")
-def has_hash(ctx):
+def has_hash(ctx: Context) -> Findings:
     img = ctx.image
     if img.dynamic is not None and img.dyn("HASH") is None:
         yield "dynamic", "no DT_HASH"
@@ -23,7 +23,7 @@ def has_hash(ctx):
       tables an ABI's vDSO carries, and the rule asks for DT_GNU_HASH where
       that has "gnu" (MIPS has "sysv" only: lld rejects .gnu.hash there).
       An image of no catalogue ABI is asked for it unless it is MIPS.""", check="error")
-def has_gnu_hash(ctx):
+def has_gnu_hash(ctx: Context) -> Findings:
     img = ctx.image
     if img.dynamic is not None and _wants_gnu_hash(ctx) and img.dyn("GNU_HASH") is None:
         yield "dynamic", "no DT_GNU_HASH"
@@ -39,7 +39,7 @@ def _wants_gnu_hash(ctx):
 
 def _lookup_targets(img):
     """Defined, non-local .dynsym entries whose names occur once."""
-    names = {}
+    names: dict[str, int] = {}
     for s in img.dynsym[1:]:
         names[s.name] = names.get(s.name, 0) + 1
     return [s for s in img.dynsym[1:] if s.shndx != SHN_UNDEF and s.bind != STB_LOCAL and names[s.name] == 1]
@@ -51,7 +51,7 @@ def _lookup_targets(img):
       of .dynsym entries (musl scans that many); in DT_GNU_HASH the bloom
       filter must pass every name and symoffset must not exceed the symbol
       count.  s390x's 8-byte .hash words are read as such.""")
-def hash_tables_agree(ctx):
+def hash_tables_agree(ctx: Context) -> Findings:
     img = ctx.image
     if img.dynamic is None or not img.dynsym:
         return
@@ -89,7 +89,7 @@ def hash_tables_agree(ctx):
       real s390x images have them); lld-19 writes 4-byte words on s390x, which
       those consumers misread from the first word on.  Elsewhere the words
       are 4 bytes.""")
-def hash_word_size(ctx):
+def hash_word_size(ctx: Context) -> Findings:
     img = ctx.image
     if img.dynamic is None:
         return

@@ -1,32 +1,32 @@
 """ELF header rules."""
 
 from vdsogen.elf.consts import ELFOSABI_GNU, EM_PARISC, ET_DYN
-from vdsogen.audit.rules import rule
+from vdsogen.audit.rules import Context, Findings, rule
 
 
 @rule("H001", "error", "e_type must be ET_DYN: loaders treat the vDSO as a shared object",
       """Linux's vdso2c and every consumer (glibc, musl, Go) treat the image as a
       shared object; an ET_EXEC or ET_REL image is not one.""")
-def e_type(ctx):
+def e_type(ctx: Context) -> Findings:
     img = ctx.image
     if img.e_type != ET_DYN:
         yield "e_type @0x10", f"e_type is {img.e_type}, expected ET_DYN (3)"
 
 
 @rule("H002", "error", "ELF class must match the target ABI", needs=("elf_class",))
-def elf_class(ctx):
+def elf_class(ctx: Context) -> Findings:
     if ctx.image.elf_class != ctx.expect.elf_class:
         yield "e_ident[EI_CLASS] @0x4", f"ELFCLASS{ctx.image.elf_class}, expected ELFCLASS{ctx.expect.elf_class}"
 
 
 @rule("H003", "error", "e_machine must match the target ABI", needs=("machine",))
-def machine(ctx):
+def machine(ctx: Context) -> Findings:
     if ctx.image.e_machine != ctx.expect.machine:
         yield "e_machine @0x12", f"e_machine is {ctx.image.e_machine}, expected {ctx.expect.machine}"
 
 
 @rule("H004", "error", "byte order must match the target ABI", needs=("endian",))
-def endian(ctx):
+def endian(ctx: Context) -> Findings:
     if ctx.image.endian != ctx.expect.endian:
         yield "e_ident[EI_DATA] @0x5", f"{ctx.image.endian}-endian, expected {ctx.expect.endian}-endian"
 
@@ -35,7 +35,7 @@ def endian(ctx):
       """Go runtimes of 2012-2014 found .dynsym through its section header, and
       binutils finds the build-id through SHT_NOTE; e_shoff, e_shnum and
       e_shstrndx must all be set.""")
-def section_headers(ctx):
+def section_headers(ctx: Context) -> Findings:
     img = ctx.image
     if not img.e_shoff or not img.e_shnum or not img.e_shstrndx:
         yield "e_shoff", (f"no usable section header table (e_shoff 0x{img.e_shoff:x}, "
@@ -48,7 +48,7 @@ def section_headers(ctx):
       image's ABI bits (o32, n32's EF_MIPS_ABI2, n64) must name the ABI the
       kernel maps it for.  `vdsogen check` compares e_flags with the spec's
       value exactly.""", needs=("flags",))
-def e_flags(ctx):
+def e_flags(ctx: Context) -> Findings:
     flags = ctx.image.e_flags
     for f in ctx.expect.flags:
         if not f.warn and not f.ok(flags):
@@ -60,7 +60,7 @@ def e_flags(ctx):
       """lld stamps ELFv1 (big-endian ppc64) images with EF_PPC64_ABI 2; tools
       that trust the flag then take plain code labels for ELFv2 entry points
       and the other way round.""", needs=("flags",))
-def ppc64_abi_flag(ctx):
+def ppc64_abi_flag(ctx: Context) -> Findings:
     flags = ctx.image.e_flags
     for f in ctx.expect.flags:
         if f.warn and not f.ok(flags):
@@ -71,7 +71,7 @@ def ppc64_abi_flag(ctx):
       """glibc on i386 calls e_entry as __kernel_vsyscall when the kernel
       passes no AT_SYSINFO; elsewhere nothing reads e_entry, and a non-zero
       value hints at an image linked as a program.""", needs=("abi_info",))
-def e_entry(ctx):
+def e_entry(ctx: Context) -> Findings:
     img, want = ctx.image, ctx.expect.abi_info.entry
     if want is None:
         if img.e_entry:
@@ -90,7 +90,7 @@ def e_entry(ctx):
       symbols) that no vDSO consumer implements.  PA-RISC is the exception:
       its GNU toolchain marks every Linux object ELFOSABI_GNU (3), to tell
       it from HP-UX.""")
-def osabi(ctx):
+def osabi(ctx: Context) -> Findings:
     if ctx.image.e_machine == EM_PARISC and ctx.image.osabi == ELFOSABI_GNU:
         return
     if ctx.image.osabi != 0:
@@ -101,6 +101,6 @@ def osabi(ctx):
       """`vdsogen audit` picks the ABI from the ELF identity; when none in its
       catalogue fits, the ABI-specific rules and the consumer checks cannot
       run.  Pass --arch to name the ABI.""")
-def known_abi(ctx):
+def known_abi(ctx: Context) -> Findings:
     if ctx.expect.abi_problem:
         yield "e_machine @0x12", ctx.expect.abi_problem

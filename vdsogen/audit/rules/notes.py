@@ -1,14 +1,15 @@
 """Note rules: the notes are walked through PT_NOTE with 4-byte alignment."""
 
 from vdsogen.elf.consts import NT_GNU_BUILD_ID, NT_GNU_PROPERTY_TYPE_0, NT_LINUX_BUILD_SALT, NT_LINUX_VERSION, PT_NOTE
-from vdsogen.audit.rules import rule
+from vdsogen.elf.reader import ElfImage
+from vdsogen.audit.rules import Context, Findings, rule
 
 
 @rule("N001", "warning", "a Linux version note (\"Linux\", type 0, 4-byte LINUX_VERSION_CODE) should be present",
       """Linux emits it in every vDSO; older glibc read the kernel version
       from it.  vdsogen's own images must carry it (an error in check).""",
       check="error")
-def linux_note(ctx):
+def linux_note(ctx: Context) -> Findings:
     img = ctx.image
     if not any(n.name == "Linux" and n.type == NT_LINUX_VERSION and len(n.desc) == 4 for n in img.notes):
         stranded = [o for o, name, t, _d in (img.scan_notes() if img.note_problems else ())
@@ -21,7 +22,7 @@ def linux_note(ctx):
       """gdb and debuginfod find the unstripped .so.dbg of the vDSO mapped in a
       process through its build-id; kernels link with --build-id=sha1.
       vdsogen's own images must carry it (an error in check).""", check="error")
-def build_id(ctx):
+def build_id(ctx: Context) -> Findings:
     if not any(n.name == "GNU" and n.type == NT_GNU_BUILD_ID and n.desc for n in ctx.image.notes):
         yield "PT_NOTE", "no GNU build-id note"
 
@@ -37,7 +38,7 @@ def build_id(ctx):
       note that stops it: a libc's walk still finds the kernel version, and
       only what follows (a build-id, a property note) is lost to readers
       such as readelf.""")
-def notes_well_formed(ctx):
+def notes_well_formed(ctx: Context) -> Findings:
     img = ctx.image
     version = next((n for n in img.notes if n.name == "Linux" and n.type == NT_LINUX_VERSION and len(n.desc) == 4),
                    None)
@@ -84,7 +85,7 @@ def _property_sections(img):
       note parsing broke).  Information under qemu-user: QEMU's loader
       reads the property note of its own aarch64 vDSO to map it with BTI
       guarded pages, and there the note parses.""", qemu_user="info")
-def no_gnu_property(ctx):
+def no_gnu_property(ctx: Context) -> Findings:
     img = ctx.image
     notes = img.segments_of_type(PT_NOTE)
     for n in img.notes:
@@ -108,7 +109,7 @@ def no_gnu_property(ctx):
       possibly empty; readelf calls it "OPEN", elflint "unknown").  Other
       Linux-owned types, or those two malformed, are not what any reader
       expects.""")
-def linux_notes_known(ctx):
+def linux_notes_known(ctx: Context) -> Findings:
     for n in ctx.image.notes:
         if n.name != "Linux":
             continue
@@ -127,7 +128,7 @@ def linux_notes_known(ctx):
 TEST_BUILD_NOTE = ("vdsogen", 1)
 
 
-def test_build(img):
+def test_build(img: ElfImage) -> str | None:
     """What a vdsogen test build says was injected ("injected counter"), or None."""
     for n in img.notes:
         if (n.name, n.type) == TEST_BUILD_NOTE:
@@ -142,7 +143,7 @@ def test_build(img):
       Such an image says so in a note ("vdsogen", type 1, naming what was
       injected); it keeps time only inside the harness and is never to be
       shipped.  The real build's read is checked by its words (T002).""")
-def test_build_note(ctx):
+def test_build_note(ctx: Context) -> Findings:
     what = test_build(ctx.image)
     if what is not None:
         yield "PT_NOTE", f"test build: {what}"

@@ -3,7 +3,7 @@
 import struct
 
 from vdsogen.elf.consts import EM_386, EM_PPC, EM_PPC64, EM_X86_64, SHF_EXECINSTR, SHT_NOBITS
-from vdsogen.audit.rules import rule
+from vdsogen.audit.rules import Context, Findings, rule
 
 # struct alt_instr: s32 instr_offset, s32 repl_offset, the feature (u16 up
 # to Linux 6.1, u32 feature and flags from 6.2), u8 instrlen, u8 replacementlen.
@@ -69,7 +69,7 @@ def _alt_faults(data, base, size, code):
       refuse at boot).  Entries are 12 bytes up to Linux 6.1 and 14 from 6.2:
       the image's version note says which; without one, the form that reads
       the table whole and sound.""")
-def alternatives_fit(ctx):
+def alternatives_fit(ctx: Context) -> Findings:
     img = ctx.image
     if img.e_machine not in (EM_386, EM_X86_64):
         return
@@ -121,7 +121,7 @@ def _ftr_faults(data, base, size, order, code):
       left unpatched).  Entries are 24 bytes from a 32-bit kernel and 48
       from a 64-bit one (its 32-bit vDSO's too): the form that reads the
       table whole and sound.""")
-def feature_fixups_fit(ctx):
+def feature_fixups_fit(ctx: Context) -> Findings:
     img = ctx.image
     if img.e_machine not in (EM_PPC, EM_PPC64):
         return

@@ -3,7 +3,7 @@
 from vdsogen.elf.consts import (SHF_ALLOC, SHF_WRITE, SHT_DYNAMIC, SHT_DYNSYM, SHT_GNU_HASH, SHT_GNU_VERDEF,
                                 SHT_GNU_VERSYM, SHT_HASH, SHT_NOBITS)
 from vdsogen.audit.era import show
-from vdsogen.audit.rules import rule
+from vdsogen.audit.rules import Context, Findings, rule
 
 WRITABLE_DATA = (".data", ".bss", ".sdata", ".sbss", ".tdata", ".tbss")
 # Writable flags on these are a known quirk of x86 images (eu-elflint: "wrong flags").
@@ -18,7 +18,7 @@ def _at(sec):
       """The kernel maps only the PT_LOAD's bytes; an allocated section outside
       it (or whose file offset and address disagree with the load) is
       content the running image does not have where its address says.""")
-def alloc_inside_load(ctx):
+def alloc_inside_load(ctx: Context) -> Findings:
     img = ctx.image
     if not img.loads:
         return
@@ -48,7 +48,7 @@ OLD_DATA_UNTIL = "4.0"
       mapped, and they ran with every libc of their time.  Information
       under qemu-user: QEMU maps its vDSO as one private, writable copy
       per process, and its images keep a little .data.""", qemu_user="info")
-def no_writable_data(ctx):
+def no_writable_data(ctx: Context) -> Findings:
     old = ctx.before(OLD_DATA_UNTIL)
     for sec in ctx.image.sections:
         if not sec.size or not sec.flags & SHF_ALLOC:
@@ -72,7 +72,7 @@ TAG_SECTIONS = ((SHT_DYNSYM, "SYMTAB"), (SHT_HASH, "HASH"), (SHT_GNU_HASH, "GNU_
       rest through the section headers; loaders read the same tables
       through the dynamic tags.  When both exist they must name the same
       bytes, or the tools show a different image than the one that runs.""")
-def sections_match_tags(ctx):
+def sections_match_tags(ctx: Context) -> Findings:
     img = ctx.image
     if img.dynamic is None:
         return

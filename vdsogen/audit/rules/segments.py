@@ -4,7 +4,7 @@ from vdsogen.elf.consts import (EM_ARM, EM_MIPS, EM_RISCV, PF_R, PF_W, PF_X, PT_
                                 PT_GNU_EH_FRAME, PT_GNU_PROPERTY, PT_GNU_RELRO, PT_GNU_STACK, PT_INTERP, PT_LOAD,
                                 PT_MIPS_ABIFLAGS, PT_MIPS_OPTIONS, PT_MIPS_REGINFO, PT_NOTE, PT_NULL, PT_PHDR,
                                 PT_RISCV_ATTRIBUTES, PT_TLS)
-from vdsogen.audit.rules import rule
+from vdsogen.audit.rules import Context, Findings, rule
 
 
 def _at(seg):
@@ -18,7 +18,7 @@ def _flags(f):
 @rule("P001", "error", "exactly one PT_LOAD: the kernel maps the image as one piece",
       """vdso2c rejects images with several PT_LOAD segments, and tools such as
       DynamoRIO or rr assume a single mapping.""")
-def one_load(ctx):
+def one_load(ctx: Context) -> Findings:
     loads = ctx.image.loads
     if len(loads) != 1:
         yield "program headers", f"{len(loads)} PT_LOAD segments, expected exactly 1"
@@ -26,7 +26,7 @@ def one_load(ctx):
 
 @rule("P002", "error", "the PT_LOAD must be readable and executable",
       qemu_user="warning")
-def load_rx(ctx):
+def load_rx(ctx: Context) -> Findings:
     for seg in ctx.image.loads:
         if seg.flags & (PF_R | PF_X) != PF_R | PF_X:
             yield _at(seg), f"PT_LOAD flags {_flags(seg.flags)}, expected R-X"
@@ -48,7 +48,7 @@ LINKED_AT_ZERO_SINCE = "5.11"
       0xffffffffff700000 in 2.6 and early 3.x kernels, powerpc at 0x100000),
       and glibc, musl, Go and the reference parser all take the load base
       from the PT_LOAD, so the loaders of that era handle it.""")
-def load_at_zero(ctx):
+def load_at_zero(ctx: Context) -> Findings:
     for seg in ctx.image.loads[:1]:
         if seg.offset != 0 or seg.vaddr != 0:
             old = seg.offset == 0 and ctx.before(LINKED_AT_ZERO_SINCE)
@@ -59,7 +59,7 @@ def load_at_zero(ctx):
 
 
 @rule("P004", "error", "PT_LOAD p_filesz must equal p_memsz: the kernel maps file pages only")
-def load_no_bss(ctx):
+def load_no_bss(ctx: Context) -> Findings:
     for seg in ctx.image.loads:
         if seg.filesz != seg.memsz:
             yield _at(seg), f"p_filesz 0x{seg.filesz:x} != p_memsz 0x{seg.memsz:x}"
@@ -68,7 +68,7 @@ def load_no_bss(ctx):
 @rule("P005", "error", "PT_DYNAMIC must be present and inside the PT_LOAD",
       """glibc, musl, Go and every other consumer start from PT_DYNAMIC;
       vdso2c rejects an image whose dynamic section lies outside the load.""")
-def dynamic_inside(ctx):
+def dynamic_inside(ctx: Context) -> Findings:
     dyns = ctx.image.segments_of_type(PT_DYNAMIC)
     if not dyns:
         yield "program headers", "no PT_DYNAMIC"
@@ -86,7 +86,7 @@ FORBIDDEN = {PT_INTERP: "PT_INTERP", PT_TLS: "PT_TLS", PT_GNU_RELRO: "PT_GNU_REL
       """glibc asserts that the vDSO has no PT_TLS; an interpreter or RELRO
       segment asks for a loader the vDSO never gets.  PT_GNU_PROPERTY is
       P013's.""")
-def forbidden_segments(ctx):
+def forbidden_segments(ctx: Context) -> Findings:
     for seg in ctx.image.segments:
         if seg.type in FORBIDDEN:
             yield _at(seg), f"{FORBIDDEN[seg.type]} segment"
@@ -99,7 +99,7 @@ def forbidden_segments(ctx):
       set-up never read it.  What matters is that the 8-byte-aligned note
       stays out of PT_NOTE (N004).  Today's conventions before 7.x had no
       such segment: an error in the strict profile.""", strict="error")
-def gnu_property_segment(ctx):
+def gnu_property_segment(ctx: Context) -> Findings:
     for seg in ctx.image.segments_of_type(PT_GNU_PROPERTY):
         what = "empty" if not seg.filesz else f"{seg.filesz} bytes at 0x{seg.offset:x}"
         yield _at(seg), f"PT_GNU_PROPERTY segment ({what})"
@@ -107,14 +107,14 @@ def gnu_property_segment(ctx):
 
 @rule("P007", "error", "no writable segment: Linux maps the image read-only",
       qemu_user="info")
-def no_writable(ctx):
+def no_writable(ctx: Context) -> Findings:
     for seg in ctx.image.segments:
         if seg.flags & PF_W and seg.type in (PT_LOAD, PT_DYNAMIC, PT_NOTE):
             yield _at(seg), f"segment type 0x{seg.type:x} is writable ({_flags(seg.flags)})"
 
 
 @rule("P008", "error", "PT_NOTE must be present: the build-id and version notes are found through it")
-def has_note(ctx):
+def has_note(ctx: Context) -> Findings:
     if not ctx.image.segments_of_type(PT_NOTE):
         yield "program headers", "no PT_NOTE"
 
@@ -122,7 +122,7 @@ def has_note(ctx):
 @rule("P009", "error", "the PT_LOAD must cover the ELF header and the program headers",
       """Consumers find the program headers through the mapped ELF header
       (AT_SYSINFO_EHDR), so both must lie inside the one mapping.""")
-def load_covers_headers(ctx):
+def load_covers_headers(ctx: Context) -> Findings:
     img = ctx.image
     if not img.loads:
         return
@@ -144,7 +144,7 @@ ARCH_PHDRS = {EM_ARM: {PT_ARM_EXIDX}, EM_MIPS: {PT_NULL, PT_MIPS_REGINFO, PT_MIP
       offset (plus the load's).  musl and Go locate PT_DYNAMIC by p_offset,
       glibc by p_vaddr: when the two disagree, they read different bytes.
       gVisor's vDSO checker encodes the same rule.""")
-def layout_matches(ctx):
+def layout_matches(ctx: Context) -> Findings:
     img = ctx.image
     if not img.loads:
         return
@@ -166,7 +166,7 @@ def layout_matches(ctx):
       PT_NULL leftovers (MIPS GNU ld), PT_RISCV_ATTRIBUTES (both linkers), a
       non-executable PT_GNU_STACK.  Anything else is a header no consumer
       expects.""")
-def known_phdrs(ctx):
+def known_phdrs(ctx: Context) -> Findings:
     img = ctx.image
     allowed = COMMON | ARCH_PHDRS.get(img.e_machine, set())
     for seg in img.segments:
@@ -182,7 +182,7 @@ def known_phdrs(ctx):
       """Unwinders (libgcc, libunwind, gdb) find a shared object's FDEs through
       PT_GNU_EH_FRAME and .eh_frame_hdr; an .eh_frame without them is dead
       weight, and signal frames through the vDSO cannot be unwound.""")
-def eh_frame_hdr(ctx):
+def eh_frame_hdr(ctx: Context) -> Findings:
     img = ctx.image
     sec = img.section(".eh_frame")
     if sec is not None and sec.size and not img.segments_of_type(PT_GNU_EH_FRAME):

@@ -2,13 +2,15 @@
 
 from vdsogen.elf.consts import (EM_ARM, SHN_ABS, STB_GLOBAL, STB_WEAK, STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE, STT_OBJECT,
                                 STT_TLS)
+from vdsogen.elf.reader import ElfImage
+from vdsogen.elf.records import Symbol
 from vdsogen.audit.era import show
-from vdsogen.audit.rules import rule
+from vdsogen.audit.rules import Context, Findings, rule
 
 BINDINGS = {STB_GLOBAL: "global", STB_WEAK: "weak"}
 
 
-def exported(img):
+def exported(img: ElfImage) -> list[Symbol]:
     """Defined GLOBAL/WEAK .dynsym symbols, less GNU ld's version-node markers."""
     nodes = {v.name for v in img.verdefs() or ()} if img.dynamic is not None else set()
     out = []
@@ -26,7 +28,7 @@ def exported(img):
       """An undefined symbol in .dynsym or .symtab (other than entry 0) is a
       reference nobody will resolve: typically a libgcc helper, a stack
       protector or a profiling hook.""")
-def no_undefined(ctx):
+def no_undefined(ctx: Context) -> Findings:
     img = ctx.image
     for sym in img.dynsym[1:] + img.symtab[1:]:
         if not sym.defined:
@@ -34,7 +36,7 @@ def no_undefined(ctx):
 
 
 @rule("S002", "error", "the exports must be exactly the target's set", needs=("exports",))
-def export_set(ctx):
+def export_set(ctx: Context) -> Findings:
     have = {s.name for s in exported(ctx.image)}
     want = set(ctx.expect.exports)
     for name in sorted(want - have):
@@ -45,7 +47,7 @@ def export_set(ctx):
 
 @rule("S003", "error", "each export must be a function (FUNC, or NOTYPE code) with the binding the target gives it",
       needs=("exports",))
-def export_kind(ctx):
+def export_kind(ctx: Context) -> Findings:
     for sym in exported(ctx.image):
         want = ctx.expect.exports.get(sym.name)
         if want is None:
@@ -62,7 +64,7 @@ def export_kind(ctx):
       point (ppc64 kernels before ~v6.13 export plain labels).  Signal
       trampolines are left out: unwinders find them by their bytes, not by
       a lookup, and arm64's __kernel_rt_sigreturn is NOTYPE by design.""")
-def export_notype(ctx):
+def export_notype(ctx: Context) -> Findings:
     tramps = {t[0] for t in ctx.expect.trampolines or ()}
     for sym in exported(ctx.image):
         if sym.type == STT_NOTYPE and sym.name not in tramps:
@@ -99,7 +101,7 @@ UNDEFINED_ONLY = {"memcpy", "memset", "memmove", "memcmp"}
 ARM_PERSONALITY_STUBS = {"__aeabi_unwind_cpp_pr0", "__aeabi_unwind_cpp_pr1", "__aeabi_unwind_cpp_pr2"}
 
 
-def banned(name):
+def banned(name: str) -> str | None:
     if name in BANNED_EXACT:
         return BANNED_EXACT[name]
     for prefix, what in BANNED_PREFIX.items():
@@ -117,7 +119,7 @@ def banned(name):
       Defined __aeabi_unwind_cpp_pr0..2 in an ARM image are Linux's own empty
       stubs (arm and arm64-compat vDSOs define them so that the unwind
       tables link without libgcc): nothing calls them, no finding.""")
-def banned_symbols(ctx):
+def banned_symbols(ctx: Context) -> Findings:
     img = ctx.image
     for sym in img.dynsym[1:] + img.symtab[1:]:
         if sym.defined and sym.name in ARM_PERSONALITY_STUBS and img.e_machine == EM_ARM:
@@ -135,10 +137,10 @@ def banned_symbols(ctx):
       symbol it resolved as vDSO code when a profiling signal arrives; a PC
       in an entry point on another page is then taken for Go code and the
       traceback goes wrong.""", needs=("page_size",))
-def entries_in_one_page(ctx):
+def entries_in_one_page(ctx: Context) -> Findings:
     page = ctx.expect.page_size
     funcs = [s for s in exported(ctx.image) if s.type in (STT_FUNC, STT_NOTYPE)]
-    pages = {}
+    pages: dict[int, list[str]] = {}
     for s in funcs:
         pages.setdefault((s.value & ~1) // page, []).append(s.name)
     if len(pages) > 1:
@@ -152,7 +154,7 @@ def entries_in_one_page(ctx):
 @rule("S007", "error", "no STT_TLS or STT_GNU_IFUNC symbols: no loader runs for the vDSO",
       """TLS symbols need a TLS block and IFUNC symbols need a resolver call,
       both set up by a dynamic loader; nothing does that for a vDSO.""")
-def no_tls_ifunc(ctx):
+def no_tls_ifunc(ctx: Context) -> Findings:
     for sym in ctx.image.dynsym[1:] + ctx.image.symtab[1:]:
         if sym.type in (STT_TLS, STT_GNU_IFUNC):
             kind = "STT_TLS" if sym.type == STT_TLS else "STT_GNU_IFUNC"
@@ -166,7 +168,7 @@ def no_tls_ifunc(ctx):
       stripped or mis-versioned one.  Only the entry points the image's
       era had count: the catalogue dates each (`exports`: i386's time
       functions came in 3.15).""", needs=("abi_info",))
-def core_exports(ctx):
+def core_exports(ctx: Context) -> Findings:
     have = {s.name for s in exported(ctx.image)}
     for name in ctx.expect.abi_info.core_for(ctx.era):
         if name not in have:
@@ -179,7 +181,7 @@ def core_exports(ctx):
       export it does not list is news (a newer kernel, a vendor addition)
       that no consumer looks up yet; one dated after the image's version
       note is a backport.  Neither harms a consumer.""", needs=("abi_info",))
-def unknown_exports(ctx):
+def unknown_exports(ctx: Context) -> Findings:
     info = ctx.expect.abi_info
     if not info.exports:
         return

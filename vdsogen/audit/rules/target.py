@@ -2,7 +2,7 @@
 
 from vdsogen.elf.consts import EM_ARM
 from vdsogen.elf.reader import Unreadable
-from vdsogen.audit.rules import rule
+from vdsogen.audit.rules import Context, Findings, rule
 from vdsogen.audit.rules.code import code_regions
 
 
@@ -18,7 +18,7 @@ def _words(img, addr, count):
       many of their bytes unwinders compare (`match`: i386's rt_sigreturn is
       7 bytes, whatever follows its `int $0x80`).  Any other encoding leaves
       signal frames un-unwindable.""", needs=("trampolines",))
-def trampolines(ctx):
+def trampolines(ctx: Context) -> Findings:
     img = ctx.image
     syms = {s.name: s for s in img.dynsym if s.defined}
     for name, lead, words, *rest in ctx.expect.trampolines:
@@ -69,7 +69,7 @@ def _encodings(img, words):
       in the code, in order and together; on ARM as ARM or Thumb-2
       instructions.  A test build (N006) reads no counter: not checked.""",
       needs=("counter_words",))
-def counter_words(ctx):
+def counter_words(ctx: Context) -> Findings:
     img = ctx.image
     words = ctx.expect.counter_words
     if not words:

@@ -2,7 +2,7 @@
 
 from vdsogen.elf.consts import VER_FLG_BASE
 from vdsogen.audit.era import show
-from vdsogen.audit.rules import rule
+from vdsogen.audit.rules import Context, Findings, rule
 from vdsogen.audit.rules.symbols import exported
 
 
@@ -11,7 +11,7 @@ from vdsogen.audit.rules.symbols import exported
       verdef without a check: an image without DT_VERDEF crashes Go programs
       at start-up.  The first verdef is the BASE entry named after the soname;
       every versym index must name a defined version.""")
-def versions_present(ctx):
+def versions_present(ctx: Context) -> Findings:
     img = ctx.image
     if img.dynamic is None:
         return
@@ -41,7 +41,7 @@ def versions_present(ctx):
 
 @rule("V002", "error", "each export must be bound to its version node as the default version",
       needs=("exports",))
-def export_versions(ctx):
+def export_versions(ctx: Context) -> Findings:
     img = ctx.image
     verdefs = img.verdefs() if img.dynamic is not None else None
     if not verdefs or img.dyn("VERSYM") is None:
@@ -64,7 +64,7 @@ def export_versions(ctx):
       """The Go runtime and the kernel selftest parser compare vd_hash before
       the name: a wrong hash makes the version, and every symbol in it,
       invisible to them.""")
-def verdef_hash(ctx):
+def verdef_hash(ctx: Context) -> Findings:
     img = ctx.image
     if img.dynamic is None:
         return
@@ -85,7 +85,7 @@ def verdef_hash(ctx):
       (i386 images before 3.15 have only LINUX_2.5: their time functions,
       and LINUX_2.6 with them, came in 3.15) hides nothing from a libc of
       its time.  The eras come from the ABI catalogue's `exports`.""")
-def version_nodes(ctx):
+def version_nodes(ctx: Context) -> Findings:
     img = ctx.image
     if img.dynamic is None:
         return
@@ -113,7 +113,7 @@ def version_nodes(ctx):
       node; an export at index 0/1 (local or the BASE entry) or with the
       hidden bit is invisible to those lookups.  GNU ld's version-node
       marker symbols are not exports.""")
-def exports_versioned(ctx):
+def exports_versioned(ctx: Context) -> Findings:
     img = ctx.image
     if img.dynamic is None or img.dyn("VERSYM") is None or not img.verdefs():
         return   # V001 reports it
