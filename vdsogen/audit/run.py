@@ -32,7 +32,8 @@ def expect_for(img: ElfImage, detection: abi.Detection) -> rules.Expect:
     return rules.Expect(
         abi=a.name, elf_class=a.elf_class, endian=img.endian if img.endian in a.endians else a.endians[0],
         machine=a.machine, soname=a.sonames, versions=a.versions,
-        trampolines=tuple(t._replace(lead=()) for t in a.trampolines),   # leads: vdsogen's own images only
+        # (name, lead, words, match); leads: vdsogen's own images only
+        trampolines=tuple((t.name, (), t.words, t.match) for t in a.trampolines),
         page_size=a.page_size, flags=a.flags, abi_info=a)
 
 

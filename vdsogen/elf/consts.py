@@ -49,9 +49,11 @@ MACHINE_NAMES = {**{value: name for name, value in ENUM_E_MACHINE.items() if isi
 
 PT_NULL, PT_LOAD, PT_DYNAMIC, PT_INTERP, PT_NOTE, PT_SHLIB, PT_PHDR, PT_TLS = range(8)
 PT_GNU_EH_FRAME, PT_GNU_STACK, PT_GNU_RELRO, PT_GNU_PROPERTY = 0x6474E550, 0x6474E551, 0x6474E552, 0x6474E553
-PT_ARM_EXIDX = 0x70000001
-PT_MIPS_REGINFO, PT_MIPS_RTPROC, PT_MIPS_OPTIONS, PT_MIPS_ABIFLAGS = 0x70000000, 0x70000001, 0x70000002, 0x70000003
-PT_RISCV_ATTRIBUTES = 0x70000003
+# Processor program header types: their ISA modules' (vdsogen/isa/).
+PT_ARM_EXIDX = arm.PT_ARM_EXIDX
+PT_MIPS_REGINFO, PT_MIPS_RTPROC, PT_MIPS_OPTIONS, PT_MIPS_ABIFLAGS = (mips.PT_MIPS_REGINFO, mips.PT_MIPS_RTPROC,
+                                                                      mips.PT_MIPS_OPTIONS, mips.PT_MIPS_ABIFLAGS)
+PT_RISCV_ATTRIBUTES = riscv.PT_RISCV_ATTRIBUTES
 PF_X, PF_W, PF_R = 1, 2, 4
 
 # -- sections ----------------------------------------------------------------------------
@@ -87,12 +89,10 @@ DT = {
     "VERNEED": 0x6FFFFFFE, "VERNEEDNUM": 0x6FFFFFFF,
 }
 DT_NAMES = {v: k for k, v in DT.items()}
-# Processor tags share the 0x70000000 range: their names depend on e_machine.
-DT_MIPS = {0x70000001: "MIPS_RLD_VERSION", 0x70000005: "MIPS_FLAGS", 0x70000006: "MIPS_BASE_ADDRESS",
-           0x7000000A: "MIPS_LOCAL_GOTNO", 0x70000011: "MIPS_SYMTABNO", 0x70000012: "MIPS_UNREFEXTNO",
-           0x70000013: "MIPS_GOTSYM"}
-DT_PPC_GOT = 0x70000000         # ppc32: where the GOT is; kernel images keep a .got in the text
-DT_PPC64_OPT = 0x70000003
+# Processor tags share the 0x70000000 range: their names depend on e_machine
+# (each ISA module's dynamic_tags).
+DT_MIPS = mips.DT_MIPS
+DT_PPC_GOT, DT_PPC64_OPT = powerpc.DT_PPC_GOT, powerpc.DT_PPC64_OPT
 DF_SYMBOLIC, DF_TEXTREL, DF_BIND_NOW = 0x2, 0x4, 0x8
 DF_1_NOW = 0x1
 

@@ -23,6 +23,7 @@ from vdsogen.isa.base import CALL, CJUMP, COUNTER, CRETURN, JUMP, OTHER, RETURN,
 EM_ARM = 40
 EF_ARM_ABI_FLOAT_SOFT = 0x00000200
 EF_ARM_BE8 = 0x00800000
+PT_ARM_EXIDX = 0x70000001       # lld's header for .ARM.exidx
 
 
 def arm_insn(word: int, addr: int) -> Insn:
@@ -156,4 +157,4 @@ def _it_skips(raw: bytes, mode: str | None, order: ByteOrder) -> int:
 
 
 ISA = Isa("arm", {EM_ARM: "EM_ARM"}, _decoder, _classifier, code_endian=_code_endian, entry=_entry,
-          cjump_skips=_it_skips)
+          cjump_skips=_it_skips, segment_types={EM_ARM: frozenset({PT_ARM_EXIDX})})

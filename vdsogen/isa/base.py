@@ -13,7 +13,7 @@ package, not the other way round.  An image is anything with the
 attributes `Image` names (an ElfImage, or a test's stand-in).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Literal, Mapping, NamedTuple, Protocol
 
 # What an instruction does to the flow (Insn.kind).
@@ -137,6 +137,10 @@ class Isa:
     # cjump_skips(raw, mode, order): instructions a taken conditional jump passes over
     # that still run, as no-ops (Thumb's IT block).
     cjump_skips: Callable[[bytes, str | None, ByteOrder], int] = _nothing_skipped
+    # e_machine -> {processor dynamic tag: name} a vDSO of that machine may carry (MIPS's GOT tags).
+    dynamic_tags: Mapping[int, Mapping[int, str]] = field(default_factory=dict)
+    # e_machine -> the processor program header types its vDSOs carry (ARM's PT_ARM_EXIDX).
+    segment_types: Mapping[int, frozenset[int]] = field(default_factory=dict)
 
 
 __all__ = ["ByteOrder", "SEQ", "CALL", "JUMP", "CJUMP", "STOP", "OTHER", "COUNTER", "SYSCALL", "RETURN", "CRETURN",

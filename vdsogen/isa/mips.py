@@ -20,6 +20,11 @@ from vdsogen.isa.base import ByteOrder, CALL, CJUMP, COUNTER, JUMP, OTHER, RETUR
     Decode, Image, Insn, Isa, WordAt, fixed_width, sext, word_classifier
 
 EM_MIPS = 8
+PT_MIPS_REGINFO, PT_MIPS_RTPROC, PT_MIPS_OPTIONS, PT_MIPS_ABIFLAGS = 0x70000000, 0x70000001, 0x70000002, 0x70000003
+# The processor dynamic tags of a MIPS vDSO: its GOT's shape, which the dynamic loader reads.
+DT_MIPS = {0x70000001: "MIPS_RLD_VERSION", 0x70000005: "MIPS_FLAGS", 0x70000006: "MIPS_BASE_ADDRESS",
+           0x7000000A: "MIPS_LOCAL_GOTNO", 0x70000011: "MIPS_SYMTABNO", 0x70000012: "MIPS_UNREFEXTNO",
+           0x70000013: "MIPS_GOTSYM"}
 PC_READ = 16      # how far past its return address a call over data may land
 
 
@@ -92,4 +97,6 @@ def _classifier(img: Image) -> Classify:
 
 
 ISA = Isa("mips", {EM_MIPS: "EM_MIPS"}, _decoder, _classifier, r_info=r_info, delay_slots=True,
-          branch_likely=branch_likely, call_reads_pc=call_reads_pc)
+          branch_likely=branch_likely, call_reads_pc=call_reads_pc, dynamic_tags={EM_MIPS: DT_MIPS},
+          # PT_NULL: GNU ld leaves an empty header behind on MIPS
+          segment_types={EM_MIPS: frozenset({0, PT_MIPS_REGINFO, PT_MIPS_OPTIONS, PT_MIPS_ABIFLAGS})})

@@ -11,6 +11,8 @@ from vdsogen.isa.base import CALL, CJUMP, COUNTER, CRETURN, JUMP, OTHER, RETURN,
     Code, Decode, Image, Insn, Isa, sext, word_classifier
 
 EM_PPC, EM_PPC64 = 20, 21
+DT_PPC_GOT = 0x70000000         # ppc32: where the GOT is; kernel images keep a .got in the text
+DT_PPC64_OPT = 0x70000003
 
 
 def ppc_insn(word: int, addr: int) -> Insn:
@@ -66,4 +68,5 @@ def _classifier(img: Image) -> Classify:
     return word_classifier(ppc_class, img.code_endian)
 
 
-ISA = Isa("powerpc", {EM_PPC: "EM_PPC", EM_PPC64: "EM_PPC64"}, _decoder, _classifier)
+ISA = Isa("powerpc", {EM_PPC: "EM_PPC", EM_PPC64: "EM_PPC64"}, _decoder, _classifier,
+          dynamic_tags={EM_PPC: {DT_PPC_GOT: "PPC_GOT"}, EM_PPC64: {DT_PPC64_OPT: "PPC64_OPT"}})

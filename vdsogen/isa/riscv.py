@@ -12,6 +12,7 @@ from vdsogen.isa.base import CALL, CJUMP, COUNTER, JUMP, OTHER, RETURN, SEQ, STO
     Decode, Image, Insn, Isa, sext
 
 EM_RISCV = 243
+PT_RISCV_ATTRIBUTES = 0x70000003
 
 
 def riscv_insn(code: Code, i: int, addr: int) -> Insn:
@@ -75,4 +76,5 @@ def _classifier(img: Image) -> Classify:
     return lambda raw, mode=None: riscv_class(raw)
 
 
-ISA = Isa("riscv", {EM_RISCV: "EM_RISCV"}, _decoder, _classifier)
+ISA = Isa("riscv", {EM_RISCV: "EM_RISCV"}, _decoder, _classifier,
+          segment_types={EM_RISCV: frozenset({PT_RISCV_ATTRIBUTES})})

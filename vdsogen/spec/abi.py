@@ -132,10 +132,10 @@ class Abi:
 
 class Trampoline(NamedTuple):
     name: str
-    syscall: str             # of TRAMPOLINE_SYSCALLS
     lead: tuple              # words right before the symbol in vdsogen's images (audit ignores them)
     words: tuple             # words at the symbol
     match: int | None = None  # bytes of `words` unwinders compare (None: all of them)
+    syscall: str = ""        # the syscall it makes, of TRAMPOLINE_SYSCALLS
 
 
 def _lookups(t, version):
@@ -190,8 +190,8 @@ def _abi(name, t):
         match = tr.int("match", None)
         if match is not None and not 0 < match <= 4 * len(words):
             tr.error("match", f"{match} is not a byte count within the {4 * len(words)} bytes of `words`")
-        tramps.append(Trampoline(tr.str("name"), tr.str("syscall", choices=TRAMPOLINE_SYSCALLS),
-                                 _words(tr, "lead", []), words, match))
+        tramps.append(Trampoline(tr.str("name"), _words(tr, "lead", []), words, match,
+                                 tr.str("syscall", choices=TRAMPOLINE_SYSCALLS)))
         tr.done()
     endians = tuple(t.list("endian", str, kindname="a string"))
     if not endians or set(endians) - {"little", "big"}:

@@ -1,7 +1,8 @@
 """Dynamic section and relocation rules."""
 
-from vdsogen.elf.consts import (DF_1_NOW, DF_BIND_NOW, DF_SYMBOLIC, DF_TEXTREL, DT, DT_MIPS, DT_NAMES, DT_PPC64_OPT,
-                                DT_PPC_GOT, EM_MIPS, EM_PPC, EM_PPC64, SHT_REL, SHT_RELA, SHT_RELR)
+from vdsogen import isa
+from vdsogen.elf.consts import (DF_1_NOW, DF_BIND_NOW, DF_SYMBOLIC, DF_TEXTREL, DT, DT_MIPS, DT_NAMES, EM_MIPS,
+                                SHT_REL, SHT_RELA, SHT_RELR)
 from vdsogen.elf.reader import Unreadable
 from vdsogen.audit.rules import Context, Findings, rule
 
@@ -90,13 +91,8 @@ FILTERS = {0x7FFFFFFD: "DT_AUXILIARY", 0x7FFFFFFF: "DT_FILTER"}
 
 
 def _arch_tags(img):
-    if img.e_machine == EM_MIPS:
-        return DT_MIPS
-    if img.e_machine == EM_PPC64:
-        return {DT_PPC64_OPT: "PPC64_OPT"}
-    if img.e_machine == EM_PPC:
-        return {DT_PPC_GOT: "PPC_GOT"}
-    return {}
+    machine = isa.for_machine(img.e_machine)
+    return machine.dynamic_tags.get(img.e_machine, {}) if machine else {}
 
 
 @rule("D005", "warning", "only dynamic tags a vDSO needs, or an arch's known extras, should appear",

@@ -1,9 +1,9 @@
 """Program header rules: one R+X mapping from offset 0, as the kernel maps it."""
 
-from vdsogen.elf.consts import (EM_ARM, EM_MIPS, EM_RISCV, PF_R, PF_W, PF_X, PT_ARM_EXIDX, PT_DYNAMIC,
-                                PT_GNU_EH_FRAME, PT_GNU_PROPERTY, PT_GNU_RELRO, PT_GNU_STACK, PT_INTERP, PT_LOAD,
-                                PT_MIPS_ABIFLAGS, PT_MIPS_OPTIONS, PT_MIPS_REGINFO, PT_NOTE, PT_NULL, PT_PHDR,
-                                PT_RISCV_ATTRIBUTES, PT_TLS)
+from vdsogen import isa
+from vdsogen.elf.consts import (EM_MIPS, EM_RISCV, PF_R, PF_W, PF_X, PT_DYNAMIC, PT_GNU_EH_FRAME, PT_GNU_PROPERTY,
+                                PT_GNU_RELRO, PT_GNU_STACK, PT_INTERP, PT_LOAD, PT_MIPS_ABIFLAGS, PT_NOTE, PT_NULL,
+                                PT_PHDR, PT_RISCV_ATTRIBUTES, PT_TLS)
 from vdsogen.audit.rules import Context, Findings, rule
 
 
@@ -135,8 +135,12 @@ def load_covers_headers(ctx: Context) -> Findings:
 
 
 COMMON = {PT_LOAD, PT_DYNAMIC, PT_NOTE, PT_GNU_EH_FRAME, PT_GNU_STACK, PT_PHDR, PT_GNU_PROPERTY} | set(FORBIDDEN)
-ARCH_PHDRS = {EM_ARM: {PT_ARM_EXIDX}, EM_MIPS: {PT_NULL, PT_MIPS_REGINFO, PT_MIPS_OPTIONS, PT_MIPS_ABIFLAGS},
-              EM_RISCV: {PT_RISCV_ATTRIBUTES}}
+
+
+def arch_phdrs(e_machine: int) -> frozenset[int]:
+    """The processor program header types the machine's vDSOs carry (its ISA module's segment_types)."""
+    machine = isa.for_machine(e_machine)
+    return machine.segment_types.get(e_machine, frozenset()) if machine else frozenset()
 
 
 @rule("P010", "error", "file layout must equal memory layout: every segment's p_vaddr - p_offset is the PT_LOAD's",
@@ -168,7 +172,7 @@ def layout_matches(ctx: Context) -> Findings:
       expects.""")
 def known_phdrs(ctx: Context) -> Findings:
     img = ctx.image
-    allowed = COMMON | ARCH_PHDRS.get(img.e_machine, set())
+    allowed = COMMON | arch_phdrs(img.e_machine)
     for seg in img.segments:
         if seg.type not in allowed:
             yield _at(seg), f"unexpected program header type 0x{seg.type:x}"
