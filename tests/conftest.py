@@ -30,6 +30,18 @@ from vdsogen.build.toolchain import Builder  # noqa: E402
 TARGETS = tuple(sorted(p.stem for p in (ROOT / "specs").glob("*.toml")))
 
 
+@pytest.fixture
+def catalogue_copy(tmp_path, monkeypatch):
+    """A private copy of vdsogen/spec/abi.toml that abi.catalogue() reads instead."""
+    from vdsogen.spec import abi
+    path = tmp_path / "abi.toml"
+    path.write_text(abi.CATALOGUE.read_text())
+    monkeypatch.setattr(abi, "CATALOGUE", path)
+    abi.catalogue.cache_clear()
+    yield path
+    abi.catalogue.cache_clear()
+
+
 # --- images -----------------------------------------------------------------
 
 @pytest.fixture(scope="session")
@@ -281,7 +293,8 @@ def good_runs(tmp_path_factory):
 # specs, layouts and the model, render sources and check a few images, with
 # no harness run and no audit corpus (its build alone takes 20 s).  Everything
 # runs in the full suite (`sh scripts/test.sh`).
-FAST_MODULES = {"test_spec", "test_spec_extends", "test_layout", "test_golden", "test_rules", "test_kconfig"}
+FAST_MODULES = {"test_spec", "test_spec_extends", "test_spec_errors", "test_contracts", "test_layout", "test_golden",
+                "test_rules", "test_kconfig", "test_isa", "test_hacking"}
 
 
 def pytest_collection_modifyitems(items):

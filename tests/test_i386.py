@@ -123,7 +123,10 @@ def test_clock_getres_time64_export(tmp_path):
     proposes) passes the time64 clock_getres checks."""
     target = load_target("i386")
     extra = Export("__vdso_clock_getres_time64", functions.get("clock_getres_time64"), "LINUX_2.6", "global", (), "core")
-    variant = dataclasses.replace(target, exports=(*target.exports, extra))
+    # The model numbers the syscalls an image makes: its new fallback's from the ABI catalogue.
+    numbers = {**target.syscalls.numbers, "clock_getres_time64": target.abi.syscalls.numbers["clock_getres_time64"]}
+    variant = dataclasses.replace(target, exports=(*target.exports, extra),
+                                  syscalls=dataclasses.replace(target.syscalls, numbers=numbers))
     out = io.StringIO()
     builder = Builder(variant, stream=out)
     so, _ = build_target(variant, tmp_path / "image", builder=builder, validate=build_validator)

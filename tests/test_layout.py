@@ -1,4 +1,4 @@
-"""The shipped layouts against Linux's own numbers (datapage.md §2-3), written
+"""The shipped layouts against Linux's own numbers (its vdso/datapage.h), written
 out here by hand so that the tool's offset arithmetic is checked against
 facts, not against itself."""
 

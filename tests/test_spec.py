@@ -139,18 +139,6 @@ def test_spec_against_catalogue(project_copy, tmp_path, case):
 
 # The ABI catalogue (vdsogen/spec/abi.toml) is no spec: a test edits a copy of it, put in its place.
 
-@pytest.fixture
-def catalogue_copy(tmp_path, monkeypatch):
-    """A private copy of vdsogen/spec/abi.toml that abi.catalogue() reads instead."""
-    from vdsogen.spec import abi
-    path = tmp_path / "abi.toml"
-    path.write_text(abi.CATALOGUE.read_text())
-    monkeypatch.setattr(abi, "CATALOGUE", path)
-    abi.catalogue.cache_clear()
-    yield path
-    abi.catalogue.cache_clear()
-
-
 HASH_STYLES_CASES = [
     ('hash_styles = ["sysv", "elf"]', "mips-n64.hash_styles[1]", "'elf' is not one of sysv, gnu"),
     ('hash_styles = ["sysv", "sysv"]', "mips-n64.hash_styles[1]", "'sysv' is listed twice"),

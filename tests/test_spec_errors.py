@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from conftest import ROOT
 from vdsogen import cli
 from vdsogen.errors import SpecError, SpecErrors
 from vdsogen.spec import abi
@@ -19,7 +20,6 @@ def load_text(tmp_path, name, text):
 
 
 def spec_text(name):
-    from conftest import ROOT
     return (ROOT / "specs" / f"{name}.toml").read_text()
 
 
@@ -90,16 +90,6 @@ def test_numbers_are_the_abis_for_the_syscalls_the_image_makes():
                                                                    t.abi.syscalls.convention)
         assert all(x.syscall == next(a.syscall for a in t.abi.trampolines if a.name == x.name)
                    for x in t.trampolines)
-
-
-@pytest.fixture
-def catalogue_copy(tmp_path, monkeypatch):
-    path = tmp_path / "abi.toml"
-    path.write_text(abi.CATALOGUE.read_text())
-    monkeypatch.setattr(abi, "CATALOGUE", path)
-    abi.catalogue.cache_clear()
-    yield path
-    abi.catalogue.cache_clear()
 
 
 def _edit_numbers(path, name, old, new):

@@ -72,7 +72,7 @@ def export_notype(ctx: Context) -> Findings:
 
 
 # Names that show the image was built with a flag a vDSO must not have, or
-# calls a helper nothing provides (elf-rules §10).
+# calls a helper nothing provides (a vDSO is linked against nothing).
 BANNED_EXACT = {
     "__stack_chk_fail": "stack protector", "__stack_chk_guard": "stack protector",
     "__stack_chk_fail_local": "stack protector",
