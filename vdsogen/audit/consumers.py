@@ -26,7 +26,8 @@ from typing import Any
 
 from vdsogen.audit.era import version_of
 from vdsogen.spec.abi import CONSUMER_NAMES, CONSUMERS, Abi, Lookup
-from vdsogen.elf.consts import (DT, DYN, EHDR, EI_NIDENT, EM_ARM, GNU_HASH, PHDR, PT_DYNAMIC, PT_LOAD, PT_TLS,
+from vdsogen.elf import decode
+from vdsogen.elf.consts import (DT, DYN, EHDR, EI_NIDENT, GNU_HASH, PHDR, PT_DYNAMIC, PT_LOAD, PT_TLS,
                                 SHN_ABS, SHN_UNDEF, STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STT_COMMON, STT_FUNC,
                                 STT_GNU_IFUNC, STT_NOTYPE, STT_OBJECT, STT_TLS, SYM, SYSV_HASH, VER_FLG_BASE, VERDAUX,
                                 VERDEF, Layout, elf_hash, gnu_hash)
@@ -441,7 +442,7 @@ def _offers(exports, lookup):
 
 
 def _address_problem(img, mem, view, sym):
-    value = sym.value & ~1 if img.e_machine == EM_ARM else sym.value
+    value, _ = decode.entry(img, sym.value)     # a Thumb symbol is odd
     addr = view.base + value
     if not 0 <= addr < mem.size:
         return addr, f"would call 0x{addr:x}, outside the {mem.size:#x}-byte mapping"

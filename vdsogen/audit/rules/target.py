@@ -1,5 +1,6 @@
 """Rules that compare an image with what its target spec promises."""
 
+from vdsogen.elf import decode
 from vdsogen.elf.consts import EM_ARM
 from vdsogen.elf.reader import Unreadable
 from vdsogen.audit.rules import Context, Findings, rule
@@ -26,7 +27,7 @@ def trampolines(ctx: Context) -> Findings:
         sym = syms.get(name)
         if sym is None:
             continue   # S002 reports a missing export
-        addr = sym.value & ~1 if img.e_machine == EM_ARM else sym.value    # a Thumb symbol is odd
+        addr, _ = decode.entry(img, sym.value)    # a Thumb symbol is odd
         try:
             have = img.bytes_at(addr, match)
             before = _words(img, addr - 4 * len(lead), len(lead)) if lead else []
