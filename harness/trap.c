@@ -63,18 +63,26 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
 #define IP_LO	(IP_HI + 4)
 #endif
 
+/* The filter's instructions, by position: its jumps are counted from these. */
+enum { F_LD_HI, F_HI, F_LD_LO, F_GE_LO, F_GE_HI, F_TRAP, F_ALLOW, F_LEN };
+/* A jump from instruction `from` to `to`: BPF counts from the next one. */
+#define TO(from, to)	((to) - (from) - 1)
+
 int trap_install(uintptr_t lo, uintptr_t hi)
 {
 	uint64_t lo64 = lo, hi64 = hi;
-	struct sock_filter prog[] = {
+	struct sock_filter prog[F_LEN] = {
 		/* Outside [lo, hi): allowed.  The image never straddles a 4 GiB line. */
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, IP_HI),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(lo64 >> 32), 0, 4),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, IP_LO),
-		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (uint32_t)lo64, 0, 2),
-		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (uint32_t)hi64, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		[F_LD_HI] = BPF_STMT(BPF_LD | BPF_W | BPF_ABS, IP_HI),
+		[F_HI] = BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(lo64 >> 32), TO(F_HI, F_LD_LO),
+				  TO(F_HI, F_ALLOW)),
+		[F_LD_LO] = BPF_STMT(BPF_LD | BPF_W | BPF_ABS, IP_LO),
+		[F_GE_LO] = BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (uint32_t)lo64, TO(F_GE_LO, F_GE_HI),
+				     TO(F_GE_LO, F_ALLOW)),
+		[F_GE_HI] = BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (uint32_t)hi64, TO(F_GE_HI, F_ALLOW),
+				     TO(F_GE_HI, F_TRAP)),
+		[F_TRAP] = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+		[F_ALLOW] = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog fprog = { sizeof(prog) / sizeof(prog[0]), prog };
 	struct sigaction sa;
