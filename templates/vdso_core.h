@@ -54,9 +54,6 @@
 #define CS_HRES_COARSE	0
 #define CS_RAW		1
 
-#define VDSO_CLOCKMODE_NONE	0
-#define VDSO_CLOCKMODE_TIMENS	0x7fffffff
-
 #define READ_ONCE(x)	(*(const volatile __typeof__(x) *)&(x))
 
 #define likely(x)	__builtin_expect(!!(x), 1)

@@ -58,11 +58,8 @@ class ClockMode:
 # The clock modes of every architecture (Linux: include/vdso/clocksource.h,
 # include/vdso/datapage.h): the home of their numbers, which the model, the
 # fragments (target.contract.core_mode(NAME)) and `vdsogen run` take from
-# here (the harness's CLOCKMODE_* are generated into harness_target.h).
-# templates/vdso_core.h spells them too, as Linux's vdso/datapage.h does,
-# and tests/test_contracts.py holds it to these values: it is copied into
-# every image's sources as it is, and the DWARF 5 line table carries each
-# source's MD5, so generating them there would change every image.
+# here: the core's VDSO_CLOCKMODE_* are generated into vdso_config.h, the
+# harness's CLOCKMODE_* into harness_target.h.
 MODE_NONE = ClockMode("none", 0)                # no counter: the syscall answers
 MODE_TIMENS = ClockMode("timens", 0x7FFFFFFF)   # a time namespace's page: the real data is on the next
 CORE_MODES = (MODE_NONE, MODE_TIMENS)

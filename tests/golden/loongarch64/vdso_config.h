@@ -28,6 +28,10 @@ typedef struct vdso_timestamp vdso_timestamp_t;
 /* The clock records carry max_cycles: past it, delta * mult needs 128 bits. */
 #define VDSO_HAS_MAX_CYCLES	0
 
+/* The clock modes of every architecture: no counter, a time namespace's page. */
+#define VDSO_CLOCKMODE_NONE	0
+#define VDSO_CLOCKMODE_TIMENS	0x7fffffff
+
 /* The rdtime counter: the clock modes it serves, and how deltas are taken. */
 #define VDSO_COUNTER_MODE_OK(mode)	((mode) == 1)
 #define VDSO_COUNTER_FIRST_MODE		1
