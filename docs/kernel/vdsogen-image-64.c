@@ -1,10 +1,12 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * The x86-64 vDSO image as vdsogen built it, described to the kernel's
  * mapping code (arch/x86/entry/vdso/vma.c) as vdso2c would have described
  * its own: the image, padded to whole pages, where the four vvar pages sit
- * below its text, and its alternatives, which init_vdso_image() applies.  vdsogen/vdso-image.c (vdsogen build --emit=c) holds
- * the image as vdso_start[] and includes vdso-offsets.h, whose offsets vdsogen
- * read from the image it built.
+ * below its text, and its alternatives, which init_vdso_image() applies.
+ * vdsogen/vdso-image.c (vdsogen build --emit=c) holds the image as
+ * vdso_start[] and includes vdso-offsets.h, whose offsets vdsogen read from
+ * the image it built.
  */
 #include <asm/vdso.h>
 #include "vdsogen/vdso-image.c"

@@ -92,7 +92,7 @@ def _absolute(path):
 
 def inputs(target, request):
     """(files, directories) an image of `target` depends on."""
-    from vdsogen.spec import abi, functions
+    from vdsogen.spec import abi, contract, functions
     from vdsogen.spec.layout import layout_path
     from vdsogen.spec.model import SpecTree
     from vdsogen.spec.toml import load_toml
@@ -106,7 +106,7 @@ def inputs(target, request):
         if not isinstance(parent, str):
             break
         layout = layout_path(parent, tree.layout_dirs)
-    files += [abi.CATALOGUE, functions.CATALOGUE]
+    files += [abi.CATALOGUE, functions.CATALOGUE, contract.CATALOGUE]
     dirs = [tree.spec_dir, *tree.layout_dirs, paths.TEMPLATES]
     files += _listing(paths.TEMPLATES)
     for root in target.fragment_roots:
