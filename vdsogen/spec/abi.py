@@ -15,7 +15,7 @@ from pathlib import Path
 from vdsogen.elf.reader import ElfImage, Unreadable
 from vdsogen.errors import SpecError
 from vdsogen.spec import functions
-from vdsogen.spec.toml import Table, did_you_mean, load_toml
+from vdsogen.spec.toml import C_IDENT, Table, did_you_mean, load_toml
 
 CATALOGUE = Path(__file__).resolve().parent / "abi.toml"
 CONSUMERS = ("glibc", "musl", "go", "sysv")
@@ -23,6 +23,10 @@ CONSUMERS = ("glibc", "musl", "go", "sysv")
 CONVENTIONS = ("negative-errno", "cr0-so")
 # The syscalls a signal trampoline makes (beside those functions.toml's functions fall back to).
 TRAMPOLINE_SYSCALLS = ("sigreturn", "rt_sigreturn", "restart_syscall")
+# Where a trampoline's kernel label points: the first of its `lead` words,
+# its symbol, or right after the bytes unwinders compare (`match`), which
+# end with the syscall instruction: where the task is when the syscall returns.
+LABEL_PLACES = ("lead", "symbol", "return")
 SYSCALL_NR_MAX = 8191   # above every Linux ABI's table, MIPS's 4000/5000/6000 bases included
 # The symbol hash tables an ABI's vDSO can carry (`hash_styles`), in this
 # order: DT_HASH ("sysv") and DT_GNU_HASH ("gnu"), as ld's --hash-style names them.
@@ -74,6 +78,14 @@ class Export:
 
 
 @dataclass(frozen=True)
+class KernelLabel:
+    """A local symbol inside an entry point that the ABI's kernels link to by
+    its name (i386's int80_landing_pad, in __kernel_vsyscall)."""
+    name: str
+    within: str              # the entry point that holds it: images without it have no label
+
+
+@dataclass(frozen=True)
 class Syscalls:
     """How the ABI's vDSO makes a system call."""
     instruction: str         # as the asm writes it ("svc #0")
@@ -102,6 +114,7 @@ class Abi:
     exports: tuple = ()      # of Export: every entry point a Linux of the ABI exports, up to 7.2
     hash_styles: tuple = HASH_STYLES  # the symbol hash tables its vDSO carries, of HASH_STYLES
     syscalls: Syscalls | None = None  # None: vdsogen builds no vDSO of the ABI (audit only)
+    kernel_labels: tuple = ()  # of KernelLabel: the kernel's labels inside entry points
 
     @property
     def hash_style(self) -> str:
@@ -136,6 +149,8 @@ class Trampoline(NamedTuple):
     words: tuple             # words at the symbol
     match: int | None = None  # bytes of `words` unwinders compare (None: all of them)
     syscall: str = ""        # the syscall it makes, of TRAMPOLINE_SYSCALLS
+    kernel_label: str = ""   # the kernel's name for its offset (arm64's sigtramp), or "": none
+    label_at: str = ""       # of LABEL_PLACES: where that offset points ("" without a label)
 
 
 def _lookups(t, version):
@@ -190,8 +205,17 @@ def _abi(name, t):
         match = tr.int("match", None)
         if match is not None and not 0 < match <= 4 * len(words):
             tr.error("match", f"{match} is not a byte count within the {4 * len(words)} bytes of `words`")
-        tramps.append(Trampoline(tr.str("name"), _words(tr, "lead", []), words, match,
-                                 tr.str("syscall", choices=TRAMPOLINE_SYSCALLS)))
+        lead = _words(tr, "lead", [])
+        label = tr.str("kernel_label", "")
+        if label and not C_IDENT.match(label):
+            tr.error("kernel_label", f"{label!r} is not a C identifier")
+        at = tr.str("label_at", "symbol" if label else "", choices=LABEL_PLACES)
+        if at and not label:
+            tr.error("label_at", "without a kernel_label")
+        if at == "lead" and not lead:
+            tr.error("label_at", "\"lead\", and the trampoline has no `lead` words")
+        tramps.append(Trampoline(tr.str("name"), lead, words, match,
+                                 tr.str("syscall", choices=TRAMPOLINE_SYSCALLS), label, at))
         tr.done()
     endians = tuple(t.list("endian", str, kindname="a string"))
     if not endians or set(endians) - {"little", "big"}:
@@ -204,9 +228,21 @@ def _abi(name, t):
               version, t.int("page_size"), tuple(t.list("core", str, kindname="a string")), tuple(flags),
               t.str("entry", None), tuple(tramps), _lookups(t.table("lookups"), version), t.int("hash_word", 4),
               t.str("notes", ""), _exports(t, version, t.raw("versions")), _hash_styles(t),
-              _syscalls(t.table("syscalls", None)))
+              _syscalls(t.table("syscalls", None)), _kernel_labels(t))
     t.done()
     return abi
+
+
+def _kernel_labels(t):
+    out = []
+    for k in t.tables("kernel_labels", []):
+        name, within = k.str("name"), k.str("within")
+        for key, value in (("name", name), ("within", within)):
+            if not C_IDENT.match(value):
+                k.error(key, f"{value!r} is not a C identifier")
+        out.append(KernelLabel(name, within))
+        k.done()
+    return tuple(out)
 
 
 def syscall_names() -> tuple:

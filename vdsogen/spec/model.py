@@ -92,6 +92,8 @@ class Trampoline:
     syscall: str
     lead: tuple            # instruction words right before the symbol
     words: tuple           # instruction words at the symbol: what unwinders match
+    label: str = ""        # the kernel's name for its offset (abi.toml kernel_label), a local symbol
+    label_at: str = ""     # where the fragment defines it (abi.LABEL_PLACES), "" without a label
 
 
 @dataclass(frozen=True)
@@ -613,7 +615,8 @@ class _Parser:
                 t = known[tname]
                 if t.syscall not in self.abi_syscalls.numbers:
                     tt.error("name", f"{tname} makes syscall {t.syscall}, and {self._unnumbered()}")
-                self.trampolines.append(Trampoline(tname, version, fragment, t.syscall, t.lead, t.words))
+                self.trampolines.append(Trampoline(tname, version, fragment, t.syscall, t.lead, t.words,
+                                                   t.kernel_label, t.label_at))
 
     def _counter(self):
         """[counter]: the fragment, its modes (by name) and parameters, as its contract declares them."""

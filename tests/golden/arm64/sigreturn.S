@@ -10,6 +10,7 @@
 	nop
 	.globl	__kernel_rt_sigreturn
 	.type	__kernel_rt_sigreturn, %function
+sigtramp:				/* a kernel label (docs/kernel.rst) */
 __kernel_rt_sigreturn:
 	mov	x8, #139		/* __NR_rt_sigreturn */
 	svc	#0

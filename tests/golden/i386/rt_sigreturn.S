@@ -44,7 +44,7 @@
 __kernel_rt_sigreturn:
 	movl	$173, %eax		/* __NR_rt_sigreturn */
 	int	$0x80
-vdso32_rt_sigreturn_landing_pad:
+vdso32_rt_sigreturn_landing_pad:				/* a kernel label (docs/kernel.rst) */
 	nop
 	.size	__kernel_rt_sigreturn, . - __kernel_rt_sigreturn
 	.cfi_endproc

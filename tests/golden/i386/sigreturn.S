@@ -67,7 +67,7 @@ __kernel_sigreturn:
 
 	movl	$119, %eax		/* __NR_sigreturn */
 	int	$0x80
-vdso32_sigreturn_landing_pad:
+vdso32_sigreturn_landing_pad:				/* a kernel label (docs/kernel.rst) */
 	nop
 	.size	__kernel_sigreturn, . - __kernel_sigreturn
 	.cfi_endproc

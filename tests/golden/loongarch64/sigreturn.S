@@ -50,6 +50,7 @@
 	nop
 	.globl	__vdso_rt_sigreturn
 	.type	__vdso_rt_sigreturn, @function
+sigreturn:				/* a kernel label (docs/kernel.rst) */
 __vdso_rt_sigreturn:
 	li.w	$a7, 139		/* __NR_rt_sigreturn */
 	syscall	0

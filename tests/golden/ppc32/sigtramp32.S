@@ -13,6 +13,7 @@
 	nop				/* unwinders look up return address - 1: inside the FDE */
 	.globl	__kernel_sigtramp32
 	.type	__kernel_sigtramp32, @function
+sigtramp32:				/* a kernel label (docs/kernel.rst) */
 __kernel_sigtramp32:
 	li	%r0, 119			/* __NR_sigreturn */
 	sc

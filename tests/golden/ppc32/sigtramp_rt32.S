@@ -13,6 +13,7 @@
 	nop				/* unwinders look up return address - 1: inside the FDE */
 	.globl	__kernel_sigtramp_rt32
 	.type	__kernel_sigtramp_rt32, @function
+sigtramp_rt32:				/* a kernel label (docs/kernel.rst) */
 __kernel_sigtramp_rt32:
 	li	%r0, 172			/* __NR_rt_sigreturn */
 	sc

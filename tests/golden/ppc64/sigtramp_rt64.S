@@ -12,6 +12,7 @@
 	.balign	8
 .Lstart:
 __kernel_start_sigtramp_rt64:
+sigtramp_rt64:				/* a kernel label (docs/kernel.rst) */
 	bctrl				/* call the handler */
 	.globl	__kernel_sigtramp_rt64
 	.type	__kernel_sigtramp_rt64, @function

@@ -10,6 +10,7 @@
 	.p2align 3
 	.globl	__kernel_restart_syscall
 	.type	__kernel_restart_syscall, @function
+restart_syscall:				/* a kernel label (docs/kernel.rst) */
 __kernel_restart_syscall:
 	.cfi_startproc
 	svc	7			/* __NR_restart_syscall */

@@ -50,6 +50,7 @@
 	bcr	0, %r7
 	.globl	__kernel_rt_sigreturn
 	.type	__kernel_rt_sigreturn, @function
+rt_sigreturn:				/* a kernel label (docs/kernel.rst) */
 __kernel_rt_sigreturn:
 	svc	173			/* __NR_rt_sigreturn */
 	.short	0

@@ -50,6 +50,7 @@
 	bcr	0, %r7
 	.globl	__kernel_sigreturn
 	.type	__kernel_sigreturn, @function
+sigreturn:				/* a kernel label (docs/kernel.rst) */
 __kernel_sigreturn:
 	svc	119			/* __NR_sigreturn */
 	.short	0
