@@ -22,12 +22,20 @@ symbols from .dynsym, e_entry, the build-id note; the data pages' offset,
 the negative distance of the data pages below the text (page_size *
 pages), comes from the spec and is checked against the hidden symbols the
 linker script placed in vdso.so.dbg.  Templates only format (templates/emit-*.j2).
+
+The kernel labels are the places a kernel links to by names of its own,
+which are not exported (arm64's sigtramp; powerpc's sigtramp_rt64, the
+bctrl before __kernel_sigtramp_rt64; i386's landing pads).  The ABI
+catalogue names them and the fragments define them as local symbols of
+vdso.so.dbg, where each is checked to be where the catalogue puts it; a
+spec's [emit] labels name any symbol of vdso.so.dbg.  They are written as
+NAME_offset_LABEL, after the exported symbols.
 """
 
 import re
 from dataclasses import dataclass
 
-from vdsogen.errors import BuildError, VdsogenError
+from vdsogen.errors import BuildError, SpecError, VdsogenError
 
 # Output kind -> the files it writes, each from templates/emit-<file>.j2.
 KINDS = {
@@ -85,6 +93,7 @@ class Embedding:
     entry: int | None      # e_entry, where the ABI has one
     build_id: str
     alt: tuple | None      # (offset, size) of .altinstructions, the patches a kernel applies
+    labels: tuple = ()     # of Symbol: the kernel labels, NAME_offset_LABEL like the symbols
 
     @property
     def file_size(self):
@@ -101,6 +110,57 @@ def _signed(value, elf_class):
     """A symbol value as the linker meant it: data-page symbols are negative."""
     bits = elf_class
     return value - (1 << bits) if value >= 1 << (bits - 1) else value
+
+
+def _labels(target, image, symtab, symbols):
+    """The kernel labels: each trampoline's (abi.toml kernel_label), a local
+    symbol its fragment defines, checked against where the catalogue puts
+    it; the ABI's kernel_labels inside the entry points the image exports;
+    then the spec's [emit] labels, each the offset of a symbol of
+    vdso.so.dbg.  `symtab`: name -> offset of vdso.so.dbg's symbols."""
+    from vdsogen.elf.decode import entry
+    from vdsogen.spec.toml import did_you_mean
+
+    abi = {t.name: t for t in target.abi.trampolines}
+    out = []
+    for t in target.trampolines:
+        if not t.label:
+            continue
+        where = f"arch/{target.arch}/{t.fragment}.S.j2"
+        if t.label not in symtab:
+            raise BuildError(f"{where}: defines no local symbol {t.label!r}, the kernel label of {t.name} "
+                             f"(vdsogen/spec/abi.toml [{target.abi.name}] trampolines)")
+        start = entry(image, symtab[t.name])[0]          # ARM: a Thumb symbol is odd
+        size = abi[t.name].match or 4 * len(t.words)
+        at = {"lead": (start - 4 * len(t.lead), f"the lead of {t.name}"),
+              "symbol": (start, t.name),
+              "return": (start + size, f"after the syscall of {t.name}")}
+        expect, what = at[t.label_at]
+        if symtab[t.label] != expect:
+            raise BuildError(f"{where}: {t.label} is at {symtab[t.label]:#x}, but vdsogen/spec/abi.toml puts "
+                             f"the kernel label of {t.name} at {expect:#x} (label_at = {t.label_at!r})")
+        out.append(Symbol(t.label, expect, f"kernel label: {what}"))
+    sizes = {s.name: s.size for s in image.dynsym if s.defined}
+    for k in target.abi.kernel_labels:
+        if k.within not in sizes:
+            continue
+        where = f"vdsogen/spec/abi.toml [{target.abi.name}] kernel_labels"
+        start = entry(image, symtab[k.within])[0]
+        if not start < symtab.get(k.name, start) < start + sizes[k.within]:
+            raise BuildError(f"the image has no local symbol {k.name!r} inside {k.within}, and the "
+                             f"{target.abi.name} ABI's kernels link to it ({where})")
+        out.append(Symbol(k.name, symtab[k.name], f"kernel label: inside {k.within}"))
+    for name, symbol in target.labels:
+        if symbol not in symtab:
+            raise SpecError(target.path, f"emit.labels.{name}",
+                            f"no symbol {symbol!r} in vdso.so.dbg{did_you_mean(symbol, symtab)}")
+        out.append(Symbol(name, symtab[symbol], f"kernel label: {symbol} ([emit] labels)"))
+    taken = {s.name for s in symbols}
+    for s in out:
+        if s.name in taken:
+            raise BuildError(f"{target.path}: kernel label {s.name!r} is an exported symbol too")
+        taken.add(s.name)
+    return tuple(out)
 
 
 def read_embedding(target, so, dbg, name=DEFAULT_NAME):
@@ -130,6 +190,7 @@ def read_embedding(target, so, dbg, name=DEFAULT_NAME):
     pages = tuple(Page(p.index, p.role, data_offset + p.index * dp.page_size, p.symbol)
                   for p in dp.layout.pages)
     hidden = {s.name: _signed(s.value, image.elf_class) - base for s in ElfImage(dbg).symtab if s.defined}
+    labels = _labels(target, image, hidden, symbols)
     expect = {"vdso_u_data": data_offset, **{p.symbol: p.offset for p in pages if p.symbol}}
     for sym, offset in expect.items():
         if sym in hidden and hidden[sym] != offset:
@@ -140,7 +201,7 @@ def read_embedding(target, so, dbg, name=DEFAULT_NAME):
     size = -(-len(image.data) // dp.page_size) * dp.page_size
     return Embedding(name, target.name, target.path, image.data, dp.page_size, size, data_offset,
                      -data_offset, pages, tuple(symbols), image.e_entry - base if image.e_entry else None,
-                     build_id, (alt.offset, alt.size) if alt else None)
+                     build_id, (alt.offset, alt.size) if alt else None, labels)
 
 
 def render(target, emb, kinds):

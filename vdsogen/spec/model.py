@@ -211,6 +211,7 @@ class Target:
     spec_files: tuple = ()  # the spec, then the specs it extends, nearest first
     test_counter: bool = False  # a test build: the counter read is injected (test_build())
     contract: Any = field(default=None, hash=False, compare=False)  # arch/<arch>/contract.toml, merged
+    labels: tuple = ()      # [emit] labels: (kernel name, symbol of vdso.so.dbg), beside the trampolines'
 
     @property
     def description(self) -> str:
@@ -517,6 +518,9 @@ class _Parser:
             self.toolchain = self._toolchain()
         with p.section():
             self.harness = self._harness()
+        labels: tuple = ()
+        with p.section():
+            labels = self._labels()
         with p.section():
             top.done()
         p.check()
@@ -528,7 +532,7 @@ class _Parser:
         return Target(self.name, str(self.path), self.abi, self.arch, tuple(str(r) for r in self.tree.roots),
                       self.elf, self.soname, versions, tuple(self.exports), tuple(self.trampolines),
                       self.counter, self.syscalls, self.datapage, self.entry_style, self.getcpu,
-                      self.toolchain, self.harness, contract=self.contract)
+                      self.toolchain, self.harness, contract=self.contract, labels=labels)
 
     def _syscall_fragment(self):
         """[syscall]: the fragment that makes a syscall; the instruction, the
@@ -617,6 +621,31 @@ class _Parser:
                     tt.error("name", f"{tname} makes syscall {t.syscall}, and {self._unnumbered()}")
                 self.trampolines.append(Trampoline(tname, version, fragment, t.syscall, t.lead, t.words,
                                                    t.kernel_label, t.label_at))
+
+    def _labels(self):
+        """[emit] labels: kernel name = symbol, the offsets a kernel links to
+        beyond the exports and the ABI's trampoline labels (--emit writes
+        them; the symbol is looked up in vdso.so.dbg then)."""
+        et = self.top.table("emit", None)
+        if et is None:
+            return ()
+        lt = et.table("labels", {})
+        abi_labels = {t.label: t.name for t in self.trampolines if t.label}
+        abi_labels.update((k.name, k.within) for k in self.abi.kernel_labels)
+        out = []
+        for name in lt.keys():
+            symbol = lt.ident(name)
+            if not _is_ident(name):
+                lt.error(name, f"{name!r} is not a C identifier")
+            if name in self.names:
+                lt.error(name, f"{name!r} is an exported symbol: vdso-offsets.h has its offset already")
+            if name in abi_labels:
+                lt.error(name, f"{name!r} is the ABI's kernel label in {abi_labels[name]} already "
+                               f"(vdsogen/spec/abi.toml [{self.abi.name}])")
+            out.append((name, symbol))
+        lt.done()
+        et.done()
+        return tuple(out)
 
     def _counter(self):
         """[counter]: the fragment, its modes (by name) and parameters, as its contract declares them."""
