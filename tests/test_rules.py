@@ -203,6 +203,21 @@ def test_k006_powerpc_feature_fixups(built, tmp_path, field, delta):
     assert fired(target, path) == {"K006"}
 
 
+@covers("K007")
+@pytest.mark.parametrize("old,new", [("e310f0000024", "c00400000000"), ("e310f0000024", "e320f0000024"),
+                                     ("d707f000f000", "c00400000000"), ("e3e0f0a00024", "c00400000000")],
+                         ids=["c-frame-no-back-chain", "c-frame-back-chain-from-r2", "entry-back-chain-kept",
+                              "entry-no-return-address"])
+def test_k007_s390x_back_chain(built, tmp_path, old, new):
+    """The s390x image chains every frame (clean: tests/test_targets.py).
+    Its C code's first `stg %r1,0(%r15)` made a 6-byte nop (brcl 0,0) or
+    a store of r2, or an entry frame's `xc 0(8,%r15),0(%r15)` or `stg
+    %r14,160(%r15)` made a nop, breaks it."""
+    target, path = mutate(built, tmp_path, lambda m: m.replace_bytes(bytes.fromhex(old), bytes.fromhex(new)),
+                          name="s390x")
+    assert fired(target, path) == {"K007"}
+
+
 @pytest.mark.parametrize("name", ["arm64", "ppc64le"])
 @covers("T001")
 def test_t001_trampoline_words(built, tmp_path, name):

@@ -4,9 +4,10 @@ import struct
 from collections.abc import Iterable, Iterator
 
 from vdsogen.elf import decode
-from vdsogen.elf.consts import (EM_AARCH64, EM_PPC, EM_PPC64, PF_X, SHF_EXECINSTR, SHT_NOBITS, STB_LOCAL, STT_FUNC,
-                                STT_NOTYPE)
+from vdsogen.elf.consts import (EM_AARCH64, EM_PPC, EM_PPC64, EM_S390, PF_X, SHF_EXECINSTR, SHT_NOBITS, STB_LOCAL,
+                                STT_FUNC, STT_NOTYPE)
 from vdsogen.elf.reader import ElfImage
+from vdsogen.isa import s390
 from vdsogen.isa.arm64 import arm64_writes_x18
 from vdsogen.audit.rules import Context, Findings, rule
 
@@ -221,3 +222,83 @@ def powerpc_r30(ctx: Context) -> Findings:
                        for addr, insn, raw in insns
                        if len(raw) == 4 and 30 in ppc_gprs_written(int.from_bytes(raw, img.code_endian))),
                       "instruction(s) writing r30")
+
+
+# The kernel walks user stacks by their back chains (perf callchains,
+# arch/s390's arch_stack_walk_user) since Linux 6.7.
+USER_STACK_WALKER_SINCE = "6.7"
+# How far before a frame allocation the stack pointer's copy is looked for.
+BACK_CHAIN_LOOKBACK = 8
+
+
+def _s390x_frame_problem(at: dict[int, tuple[decode.Insn, bytes]], before: dict[int, int], addr: int,
+                         size: int) -> str | None:
+    """What is wrong with the back chain of the frame of `size` bytes that the
+    instruction at `addr` allocates, or None.  at: address -> (Insn, raw) of
+    the reached code; before: address -> the address of the instruction
+    that runs straight into it."""
+    sources: set[int] = set()          # registers holding the stack pointer the frame is cut from
+    prev = before.get(addr)
+    for _ in range(BACK_CHAIN_LOOKBACK):
+        if prev is None:
+            break
+        reg = s390.copies_stack_pointer(at[prev][1])
+        if reg is not None:
+            sources.add(reg)
+        prev = before.get(prev)
+    cleared = saved = False
+    insn, _raw = at[addr]
+    nxt = addr + insn.length
+    while nxt in at:                   # the straight line after the allocation
+        insn, raw = at[nxt]
+        reg = s390.stores_back_chain(raw)
+        if reg is not None:
+            return None if reg in sources else f"stores %r{reg} as its back chain, not the caller's stack pointer"
+        cleared |= s390.clears_back_chain(raw)
+        saved |= s390.saves_return_address(raw, s390.STACK_FRAME_OVERHEAD)
+        if (cleared and saved) or insn.kind != decode.SEQ or s390.frame_allocation(raw) is not None:
+            break
+        nxt += insn.length
+    if not cleared:
+        return f"without storing its back chain at 0(%r15) before 0x{nxt:x}"
+    if size != s390.VDSO_ENTRY_FRAME:
+        return (f"with a cleared back chain, the kernel walker's mark of the vDSO entry frame, which is "
+                f"{s390.VDSO_ENTRY_FRAME} bytes")
+    if not saved:
+        return (f"with a cleared back chain but no %r14 at {s390.STACK_FRAME_OVERHEAD}(%r15) before 0x{nxt:x}, "
+                f"where the kernel's walker reads the vDSO entry frame's return address")
+    return None
+
+
+@rule("K007", "warning",
+      "s390x: every stack frame should store the back chain the kernel's user stack walker follows",
+      """The kernel's user stack walker (perf callchains, since Linux 6.7)
+      follows the back chain: the word at 0(%r15) of each frame, the
+      caller's stack pointer, as code built with -mbackchain stores it.  A
+      frame allocated without storing it leaves a stale word there, and
+      the walk goes on from whatever it points at.  The vDSO's entry frames
+      (168 bytes, the caller's %r14 at 160(%r15)) clear it instead: the
+      walker takes a zero back chain in the vDSO for that frame and goes on
+      from the caller's.  Every frame allocation (aghi, agfi, lay on %r15)
+      in the code reached from the symbols must, before the next branch,
+      store the stack pointer an `lgr %rX,%r15` copied just before, or be
+      such an entry frame.  Not judged: 31-bit images (the walker skips
+      compat tasks), images of Linux before 6.7 (no walker; Linux's entry
+      frames left the word stale until 6.10) and QEMU's under the
+      qemu-user profile (no kernel walks a guest's stack).""", check="error")
+def s390x_back_chain(ctx: Context) -> Findings:
+    img = ctx.image
+    if (img.e_machine != EM_S390 or img.elf_class != 64 or ctx.profile == "qemu-user"
+            or ctx.before(USER_STACK_WALKER_SINCE)):
+        return
+    regions, insns = reached(ctx)
+    at = {addr: (insn, raw) for addr, insn, raw in insns}
+    before = {addr + insn.length: addr for addr, insn, _raw in insns if insn.kind == decode.SEQ}
+
+    def found():
+        for addr, (_insn, raw) in sorted(at.items()):
+            size = s390.frame_allocation(raw)
+            problem = None if size is None else _s390x_frame_problem(at, before, addr, size)
+            if problem:
+                yield _where(regions, img, addr), f"{size}-byte frame allocated at 0x{addr:x} {problem}"
+    yield from capped(found(), "frame(s) without a back chain")
