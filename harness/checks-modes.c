@@ -4,6 +4,7 @@
  * serve, NONE), with a small max_cycles (the core's wide-multiply path)
  * and behind a time-namespace page.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -81,6 +82,68 @@ static void check_mode_states(int32_t mode)
 }
 #endif
 
+#if H_COUNTER_TRAPS
+static volatile sig_atomic_t trap_signo;
+static void *volatile trap_addr;
+static struct sigaction trap_old;
+
+/*
+ * The image read the counter: note where, disarm the trap and return, so
+ * that the read runs again and the call goes on.  A second fault is no
+ * counter read: the group's own handler takes it, as any crash.
+ */
+static void on_counter_trap(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (trap_signo) {
+		sigaction(SIGSEGV, &trap_old, NULL);
+		return;
+	}
+	trap_signo = sig;
+	trap_addr = si->si_addr;
+	counter_trap(0);
+}
+
+/*
+ * Mode NONE with a counter that traps when read: Linux's vDSO tests the
+ * clock mode before it reads the counter, and in mode NONE never reads it
+ * (a TSC the process disabled with PR_SET_TSC, a timer the kernel keeps
+ * from user mode).  The counter clocks must answer as the syscall does,
+ * with no read of the counter.
+ */
+static void mode_none_counter_traps(void)
+{
+	struct sigaction sa;
+	struct chk k;
+	size_t i;
+	int e;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_counter_trap;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < NCLOCKS; i++) {
+		if (h_clocks[i].cls == CLS_COARSE)
+			continue;
+		chk_start(&k, "mode_none.trap.%s", h_clocks[i].name);
+		trap_signo = 0;
+		sigaction(SIGSEGV, &sa, &trap_old);
+		e = counter_trap(1);
+		if (e != 0) {
+			chk_fail(&k, "cannot make the counter trap: %s", strerror(-e));
+		} else {
+			expect_syscall_clock(&k, h_clocks[i].id);
+			counter_trap(0);
+			if (trap_signo)
+				chk_fail(&k, "read the counter in clock mode NONE (signal %d, address %p)",
+					 (int)trap_signo, trap_addr);
+		}
+		sigaction(SIGSEGV, &trap_old, NULL);
+		chk_end(&k);
+	}
+}
+#endif
+
 void grp_clock_modes(void)
 {
 	struct tk tk;
@@ -135,6 +198,9 @@ void grp_clock_modes(void)
 			expect_syscall_clock(&k, h_clocks[i].id);
 		chk_end(&k);
 	}
+#if H_COUNTER_TRAPS
+	mode_none_counter_traps();
+#endif
 #ifdef H_HAS_GETTIMEOFDAY
 	if (h_fn[IMPL_GETTIMEOFDAY]) {
 		struct vdso_timeval tv;

@@ -181,6 +181,18 @@ void tk_fresh(struct tk *tk, int32_t mode);
 /* Fresh pages for @mode with its counter's own page in @state, at its rate, which it returns. */
 uint64_t tk_fresh_state(struct tk *tk, int32_t mode, int state);
 
+/*
+ * A counter that traps when the image reads it, for the checks of clock
+ * mode NONE: a test build's injected counter, its page made inaccessible;
+ * natively on x86, the TSC under prctl(PR_SET_TSC, PR_TSC_SIGSEGV).  Either
+ * raises SIGSEGV.  counter_trap(1) arms it, counter_trap(0) disarms it (safe
+ * in a signal handler): 0, or -errno.
+ */
+#if H_TEST_COUNTER || defined(__x86_64__) || defined(__i386__)
+#define H_COUNTER_TRAPS		1
+int counter_trap(int on);
+#endif
+
 #ifdef HARNESS_HAVE_CLOCK_MODES
 /*
  * The writer of the pages some clock modes' counters read (x86's pvclock

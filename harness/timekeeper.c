@@ -14,6 +14,12 @@
 
 #include "internal.h"
 
+#if H_TEST_COUNTER
+#include <sys/mman.h>
+#elif H_COUNTER_TRAPS
+#include <sys/prctl.h>
+#endif
+
 /* ------------------------------------------------------------------ */
 /* Time arithmetic                                                     */
 
@@ -202,6 +208,21 @@ uint64_t h_test_counter_now(void)
 	}
 	__atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
 	return now;
+}
+#endif
+
+#if H_COUNTER_TRAPS
+int counter_trap(int on)
+{
+#if H_TEST_COUNTER
+	/* The injected counter's page, below the data pages (image.c maps it). */
+	if (mprotect(h_data - VDSO_PAGE_SIZE, VDSO_PAGE_SIZE, on ? PROT_NONE : PROT_READ | PROT_WRITE) != 0)
+		return -errno;
+#else
+	if (prctl(PR_SET_TSC, on ? PR_TSC_SIGSEGV : PR_TSC_ENABLE, 0, 0, 0) != 0)
+		return -errno;
+#endif
+	return 0;
 }
 #endif
 

@@ -268,25 +268,27 @@ static __always_inline bool vdso_hot_delta(const vdso_clock_t *vc, uint64_t *del
 
 /*
  * A counter clock, base @clk of record @vc, in one pass.  The sequence is
- * loaded first and the counter read right after it, ordered after that
- * load by the counter's own read; the check of the clock mode follows, off
- * the counter's critical path (in a mode the hot path does not serve, the
- * count read is simply not used).  Past max_cycles, and so with a counter
- * behind cycle_last, the product needs more than 64 bits: the cold path.
- * So is a result past a whole second, which happens only between a second
- * boundary and the next update.
+ * loaded first, then the clock mode, and only in a mode the hot path
+ * serves is the counter read: as Linux's, the image never touches the
+ * counter in a mode that says it may not be read (mode NONE: a TSC that
+ * traps under PR_SET_TSC, a timer the kernel keeps from user mode).  The
+ * counter's read is volatile asm, which no compiler moves above the branch
+ * that guards it; its own ordering keeps it after the loads before it.
+ * Past max_cycles, and so with a counter behind cycle_last, the product
+ * needs more than 64 bits: the cold path.  So is a result past a whole
+ * second, which happens only between a second boundary and the next update.
  */
 static __always_inline enum vdso_read
 vdso_hres_fast(const vdso_clock_t *vc, uint32_t clk, struct vdso_timespec64 *ts)
 {
 	uint64_t delta, sec, ns;
 	uint32_t seq;
-	bool ok;
 
 	seq = READ_ONCE(vc->seq);
 	vdso_rmb();
-	ok = vdso_hot_delta(vc, &delta);
-	if (unlikely(!vdso_cycles_mode(vc->clock_mode) || !ok))
+	if (unlikely(!vdso_cycles_mode(vc->clock_mode)))
+		return VDSO_COLD;
+	if (unlikely(!vdso_hot_delta(vc, &delta)))
 		return VDSO_COLD;
 #if VDSO_HAS_MAX_CYCLES
 	if (unlikely(delta > vc->max_cycles))

@@ -70,7 +70,16 @@ def mutate(built, tmp_path, fn, name="x86_64", which="so"):
 
 # Each case: rule, a mutation of a good image, and exactly the rules it fires
 # (the one under test first; the comments say why the others fire too).
+def _mode_test_dropped(m):
+    """The hot path's clock mode test (cmpl $1, disp(%rip); jne, 13 bytes) before its
+    `lfence; rdtsc`, made nops: the counter is read with nothing tested."""
+    i = m.data.index(b"\x0f\xae\xe8\x0f\x31")
+    assert m.data[i - 13] == 0x83 and m.data[i - 6:i - 4] == b"\x0f\x85"
+    m.data[i - 13:i] = b"\x90" * 13
+
+
 MUTATIONS = {
+    "K008": (_mode_test_dropped, {"K008"}),
     "H001": (lambda m: m.set_e_type(2), {"H001"}),
     "H005": (lambda m: m.put("H", 0x3E if m.img.elf_class == 64 else 0x32, 0), {"H005"}),
     "P001": (lambda m: m.set_phdr(m.phdr(PT_GNU_EH_FRAME), type=PT_LOAD, flags=PF_R | PF_X), {"P001"}),
