@@ -22,6 +22,16 @@
 #define MAP_LOW		0
 #endif
 
+/* arm64's guarded pages (<asm/mman.h>), which a libc's headers may lack. */
+#if H_TEXT_BTI && !defined(PROT_BTI)
+#define PROT_BTI	0x10
+#endif
+#if H_TEXT_BTI
+#define H_TEXT_PROT	(PROT_READ | PROT_EXEC | PROT_BTI)
+#else
+#define H_TEXT_PROT	(PROT_READ | PROT_EXEC)
+#endif
+
 unsigned char *h_data;
 unsigned char *h_text;
 size_t h_image_size;
@@ -101,12 +111,16 @@ int map_image(const char *path)
 		report_ok("patch");
 	}
 #endif
-	if (mprotect(h_text, text_len, PROT_READ | PROT_EXEC) != 0) {
-		report_fail("map", "image at %p: mprotect: %s", (void *)h_text, strerror(errno));
+	if (mprotect(h_text, text_len, H_TEXT_PROT) != 0) {
+		int e = errno;
+
+		/* EINVAL for PROT_BTI: the CPU has no BTI (qemu's -cpu: [toolchain] qemu_cpu). */
+		report_fail("map", "image at %p: mprotect%s: %s", (void *)h_text, H_TEXT_BTI ? " with PROT_BTI" : "",
+			    strerror(e));
 		return -1;
 	}
-	printf("# %s: %zu bytes at %p, %d data pages of %zu bytes at %p\n", path, h_image_size,
-	       (void *)h_text, VDSO_DATA_PAGES, ps, (void *)h_data);
+	printf("# %s: %zu bytes at %p%s, %d data pages of %zu bytes at %p\n", path, h_image_size,
+	       (void *)h_text, H_TEXT_BTI ? " (guarded: PROT_BTI)" : "", VDSO_DATA_PAGES, ps, (void *)h_data);
 	report_ok("map");
 	return 0;
 }
