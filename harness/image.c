@@ -26,15 +26,11 @@
 #if H_TEXT_BTI && !defined(PROT_BTI)
 #define PROT_BTI	0x10
 #endif
-#if H_TEXT_BTI
-#define H_TEXT_PROT	(PROT_READ | PROT_EXEC | PROT_BTI)
-#else
-#define H_TEXT_PROT	(PROT_READ | PROT_EXEC)
-#endif
 
 unsigned char *h_data;
 unsigned char *h_text;
 size_t h_image_size;
+int h_text_guarded;
 static struct h_image h_im;
 
 int map_image(const char *path)
@@ -111,16 +107,27 @@ int map_image(const char *path)
 		report_ok("patch");
 	}
 #endif
-	if (mprotect(h_text, text_len, H_TEXT_PROT) != 0) {
-		int e = errno;
-
-		/* EINVAL for PROT_BTI: the CPU has no BTI (qemu's -cpu: [toolchain] qemu_cpu). */
-		report_fail("map", "image at %p: mprotect%s: %s", (void *)h_text, H_TEXT_BTI ? " with PROT_BTI" : "",
-			    strerror(e));
+#if H_TEXT_BTI
+	/*
+	 * Guarded, as a kernel built with BTI maps it.  A CPU without BTI (or
+	 * qemu's -cpu without it: [toolchain] qemu_cpu) refuses PROT_BTI with
+	 * EINVAL; there the text is mapped unguarded, as such a kernel maps
+	 * it, and the bti check reads the landing pads instead of calling them.
+	 */
+	if (mprotect(h_text, text_len, PROT_READ | PROT_EXEC | PROT_BTI) == 0)
+		h_text_guarded = 1;
+	else if (errno != EINVAL) {
+		report_fail("map", "image at %p: mprotect with PROT_BTI: %s", (void *)h_text, strerror(errno));
 		return -1;
 	}
-	printf("# %s: %zu bytes at %p%s, %d data pages of %zu bytes at %p\n", path, h_image_size,
-	       (void *)h_text, H_TEXT_BTI ? " (guarded: PROT_BTI)" : "", VDSO_DATA_PAGES, ps, (void *)h_data);
+#endif
+	if (!h_text_guarded && mprotect(h_text, text_len, PROT_READ | PROT_EXEC) != 0) {
+		report_fail("map", "image at %p: mprotect: %s", (void *)h_text, strerror(errno));
+		return -1;
+	}
+	printf("# %s: %zu bytes at %p%s, %d data pages of %zu bytes at %p\n", path, h_image_size, (void *)h_text,
+	       h_text_guarded ? " (guarded: PROT_BTI)" : H_TEXT_BTI ? " (PROT_BTI refused: no BTI here)" : "",
+	       VDSO_DATA_PAGES, ps, (void *)h_data);
 	report_ok("map");
 	return 0;
 }

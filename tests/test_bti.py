@@ -5,6 +5,7 @@ pages, qemu -cpu max) and its "bti" check calls each export through a
 pointer there; N007 flags an image built for BTI whose exports are not all
 landing pads, and in check any arm64 image without them."""
 
+import dataclasses
 import io
 import types
 
@@ -108,6 +109,23 @@ def test_the_harness_maps_guarded_pages_under_a_cpu_with_bti(built, tmp_path):
     status, outcome, out = run_broken(target, exe, bad)
     assert status != 0
     assert outcome.failed["bti"].startswith("SIGILL calling the clock_gettime export through a pointer"), out
+
+
+def test_without_bti_in_the_cpu_the_harness_reads_the_pads(built, tmp_path):
+    """A CPU without BTI (qemu -cpu cortex-a57; most arm64 hardware today)
+    refuses PROT_BTI: the text is mapped unguarded and the check reads each
+    export's first instruction."""
+    target = harness_target("arm64")
+    target = dataclasses.replace(target, toolchain=dataclasses.replace(target.toolchain, qemu_cpu="cortex-a57"))
+    exe = build_harness(target, tmp_path / "harness", Builder(target, stream=io.StringIO()))
+    _t, good, _ = built("arm64")
+    status, outcome, out = run_broken(target, exe, good)
+    assert status == 0 and "bti" in outcome.passed, out
+    assert "(PROT_BTI refused: no BTI here)" in out
+    _t, bad = _without_pads(built, tmp_path)
+    _status, outcome, out = run_broken(target, exe, bad)
+    assert set(outcome.failed) == {"bti"}, out
+    assert outcome.failed["bti"].startswith("the clock_gettime export's first instruction is no BTI landing pad")
 
 
 @pytest.mark.parametrize("table, line, message", [
