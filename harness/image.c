@@ -22,9 +22,15 @@
 #define MAP_LOW		0
 #endif
 
+/* arm64's guarded pages (<asm/mman.h>), which a libc's headers may lack. */
+#if H_TEXT_BTI && !defined(PROT_BTI)
+#define PROT_BTI	0x10
+#endif
+
 unsigned char *h_data;
 unsigned char *h_text;
 size_t h_image_size;
+int h_text_guarded;
 static struct h_image h_im;
 
 int map_image(const char *path)
@@ -101,12 +107,27 @@ int map_image(const char *path)
 		report_ok("patch");
 	}
 #endif
-	if (mprotect(h_text, text_len, PROT_READ | PROT_EXEC) != 0) {
+#if H_TEXT_BTI
+	/*
+	 * Guarded, as a kernel built with BTI maps it.  A CPU without BTI (or
+	 * qemu's -cpu without it: [toolchain] qemu_cpu) refuses PROT_BTI with
+	 * EINVAL; there the text is mapped unguarded, as such a kernel maps
+	 * it, and the bti check reads the landing pads instead of calling them.
+	 */
+	if (mprotect(h_text, text_len, PROT_READ | PROT_EXEC | PROT_BTI) == 0)
+		h_text_guarded = 1;
+	else if (errno != EINVAL) {
+		report_fail("map", "image at %p: mprotect with PROT_BTI: %s", (void *)h_text, strerror(errno));
+		return -1;
+	}
+#endif
+	if (!h_text_guarded && mprotect(h_text, text_len, PROT_READ | PROT_EXEC) != 0) {
 		report_fail("map", "image at %p: mprotect: %s", (void *)h_text, strerror(errno));
 		return -1;
 	}
-	printf("# %s: %zu bytes at %p, %d data pages of %zu bytes at %p\n", path, h_image_size,
-	       (void *)h_text, VDSO_DATA_PAGES, ps, (void *)h_data);
+	printf("# %s: %zu bytes at %p%s, %d data pages of %zu bytes at %p\n", path, h_image_size, (void *)h_text,
+	       h_text_guarded ? " (guarded: PROT_BTI)" : H_TEXT_BTI ? " (PROT_BTI refused: no BTI here)" : "",
+	       VDSO_DATA_PAGES, ps, (void *)h_data);
 	report_ok("map");
 	return 0;
 }

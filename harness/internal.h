@@ -69,6 +69,7 @@ void pin_cpus(void);
 extern unsigned char *h_data;		/* first data page */
 extern unsigned char *h_text;		/* the image, right above the data pages */
 extern size_t h_image_size;
+extern int h_text_guarded;		/* the text is mapped with PROT_BTI ([harness] bti) */
 
 #define H_PAGE(n)	(h_data + (size_t)(n) * VDSO_PAGE_SIZE)
 

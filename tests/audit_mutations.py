@@ -42,6 +42,11 @@ def _move_section(name, delta, with_offset=False):
     return fn
 
 
+def _bti_one_entry(m):
+    # One export begins with a bti c, the others with none: built for BTI, but not all through.
+    m.set_word(m.word_at(m.dynsym("__kernel_clock_gettime").value), 0xD503245F)
+
+
 def _break_trampoline(m):
     sym = m.dynsym("__kernel_rt_sigreturn")
     m.set_word(m.word_at(sym.value), 0xD503201F)
@@ -71,6 +76,7 @@ MUTATIONS = {
     "T001": ("arm64", _break_trampoline, {"T001"}),
     "L001": ("x86_64", lambda m: m.set_phdr(_eh(m), type=PT_TLS), {"L001", "P006", "P012"}),
     "L002": ("x86_64", lambda m: m.set_verdef_hash(1, 0x1234), {"L002", "V003"}),
+    "N007": ("arm64", _bti_one_entry, {"N007"}),
 }
 
 

@@ -93,6 +93,12 @@ def runner(target):
                        f"qemu-user; run scripts/setup.sh)")
 
 
+def qemu_options(target):
+    """qemu-user's options for the harness: the CPU the spec names ([toolchain] qemu_cpu), where the
+    harness needs a feature (arm64's BTI) that it must not leave to qemu's default."""
+    return ["-cpu", target.toolchain.qemu_cpu] if target.toolchain.qemu_cpu else []
+
+
 @dataclass(frozen=True)
 class ArchCheck:
     """A check of the arch's own, not of a function ([harness] checks)."""
@@ -268,7 +274,7 @@ def run_harness(target, exe, image, builder=None, stream=None, timeout=RUN_TIMEO
     image = Path(image)
     if not image.is_file():
         raise HarnessError(f"{image}: no such image")
-    argv = [*runner(target), str(exe), *(["--bench"] if bench else []), str(image.resolve())]
+    argv = [*runner(target), *qemu_options(target), str(exe), *(["--bench"] if bench else []), str(image.resolve())]
     builder.log("TEST", image, argv)
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -367,4 +373,4 @@ def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=Non
 
 __all__ = ["build_harness", "run_harness", "run_tests", "run_tests_full", "harness_sources", "arch_checks",
            "function_wiring",
-           "Outcome", "compiler", "runner"]
+           "Outcome", "compiler", "runner", "qemu_options"]

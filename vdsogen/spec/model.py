@@ -20,7 +20,7 @@ from vdsogen.spec import contract as contracts
 from vdsogen.spec import functions
 from vdsogen.spec.layout import load_layout, layout_path
 from vdsogen.spec.kconfig import load_kconfig
-from vdsogen.elf.consts import MACHINE_NAMES
+from vdsogen.elf.consts import EM_AARCH64, MACHINE_NAMES
 from vdsogen.spec.toml import C_IDENT, Problems, Table, did_you_mean, load_toml
 
 COARSE_IN_MODE_NONE = ("page", "syscall")
@@ -164,6 +164,9 @@ class Toolchain:
     # its vDSO is built from x86-64 objects, its programs by the x32
     # compiler): what `vdsogen run` builds its probe with.
     program_triple: str | None = None
+    # The CPU qemu-user emulates (its -cpu), where the harness needs a
+    # feature qemu's default might lack (arm64: "max", for BTI).
+    qemu_cpu: str | None = None
 
     @property
     def program_cc(self) -> str | None:
@@ -187,6 +190,9 @@ class Harness:
     # checks of the arch's own beyond those of its functions, each
     # arch/<arch>/harness-check-NAME.c.j2 (s390: the TOD steering)
     checks: tuple = ()
+    # map the text with PROT_BTI, as an arm64 kernel built with BTI maps its
+    # vDSO (guarded pages: an indirect branch must land on a `bti`)
+    bti: bool = False
 
 
 @dataclass(frozen=True)
@@ -730,8 +736,10 @@ class _Parser:
             tc.str("object_format", None), tc.str("link_clang_target", None),
             tuple(tc.list("link_gnu_flags", str, [], "a string")),
             tc.str("default", "llvm", choices=TOOLCHAIN_KINDS), tc.str("clang_linker", "lld", choices=LINKERS),
-            tc.str("program_triple", None))
+            tc.str("program_triple", None), tc.str("qemu_cpu", None))
         tc.done()
+        if toolchain.qemu_cpu and not toolchain.qemu:
+            tc.error("qemu_cpu", "only with qemu: the harness runs natively")
         if toolchain.gnu_triple is None and "gnu" in (toolchain.default, toolchain.clang_linker):
             tc.error("gnu_triple", "missing: the GNU toolchain is chosen (default or clang_linker)")
         self.tc = tc
@@ -749,7 +757,10 @@ class _Parser:
                     ht.error(f"checks[{i}]", f"{check!r} is checked already")
                 self.need_fragment(ht, f"checks[{i}]", f"harness-check-{check}.c.j2")
             harness = Harness(ht.bool("trap_syscalls", False), ht.str("libc", "system", choices=HARNESS_LIBCS),
-                              ht.bool("injected_counter", False), ht.str("clang_target", None), checks)
+                              ht.bool("injected_counter", False), ht.str("clang_target", None), checks,
+                              ht.bool("bti", False))
+            if harness.bti and self.abi.machine != EM_AARCH64:
+                ht.error("bti", "PROT_BTI (guarded pages) is arm64's: this ABI's code cannot be mapped with it")
             if harness.clang_target and harness.libc != "freestanding":
                 ht.error("clang_target", "only a freestanding harness (libc = \"freestanding\") is built "
                                          "by clang")

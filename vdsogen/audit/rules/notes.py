@@ -1,8 +1,10 @@
 """Note rules: the notes are walked through PT_NOTE with 4-byte alignment."""
 
-from vdsogen.elf.consts import NT_GNU_BUILD_ID, NT_GNU_PROPERTY_TYPE_0, NT_LINUX_BUILD_SALT, NT_LINUX_VERSION, PT_NOTE
-from vdsogen.elf.reader import ElfImage
+from vdsogen.elf.consts import (EM_AARCH64, NT_GNU_BUILD_ID, NT_GNU_PROPERTY_TYPE_0, NT_LINUX_BUILD_SALT,
+                                NT_LINUX_VERSION, PT_GNU_PROPERTY, PT_NOTE, STT_FUNC)
+from vdsogen.elf.reader import ElfImage, Unreadable
 from vdsogen.audit.rules import Context, Findings, rule
+from vdsogen.audit.rules.symbols import exported
 
 
 @rule("N001", "warning", "a Linux version note (\"Linux\", type 0, 4-byte LINUX_VERSION_CODE) should be present",
@@ -147,3 +149,76 @@ def test_build_note(ctx: Context) -> Findings:
     what = test_build(ctx.image)
     if what is not None:
         yield "PT_NOTE", f"test build: {what}"
+
+
+# arm64's landing pads for a call through a pointer (blr): bti c and bti jc
+# (HINT #34, #38), and paciasp/pacibsp, which gcc puts first instead of a
+# bti c when it signs the return address.
+BTI_PADS = frozenset({0xD503245F, 0xD50324DF})
+PAC_PADS = frozenset({0xD503233F, 0xD503237F})
+GNU_PROPERTY_AARCH64_FEATURE_1_AND, GNU_PROPERTY_AARCH64_FEATURE_1_BTI = 0xC0000000, 1
+BTI_SINCE = "5.8"      # the first Linux that maps its vDSO with guarded pages (CONFIG_ARM64_BTI_KERNEL)
+
+
+def aarch64_features(img: ElfImage) -> int:
+    """The GNU_PROPERTY_AARCH64_FEATURE_1_AND bits of the image's GNU property
+    notes, in PT_NOTE or a PT_GNU_PROPERTY of its own (0 without one)."""
+    descs = [bytes(n.desc) for n in img.notes if n.name == "GNU" and n.type == NT_GNU_PROPERTY_TYPE_0]
+    descs += [bytes(d) for _o, name, t, d in (img.scan_notes() if img.note_problems else ())
+              if name == "GNU" and t == NT_GNU_PROPERTY_TYPE_0]
+    for seg in img.segments_of_type(PT_GNU_PROPERTY):
+        raw = bytes(img.data[seg.offset:seg.offset + seg.filesz])
+        word = [int.from_bytes(raw[i:i + 4], img.endian) for i in range(0, min(len(raw), 12), 4)]
+        if len(raw) >= 16 and raw[12:16] == b"GNU\0" and word[2] == NT_GNU_PROPERTY_TYPE_0:
+            descs.append(raw[16:16 + word[1]])
+    pad = 8 if img.elf_class == 64 else 4
+    bits = 0
+    for desc in descs:
+        at = 0
+        while at + 8 <= len(desc):
+            kind, size = int.from_bytes(desc[at:at + 4], img.endian), int.from_bytes(desc[at + 4:at + 8], img.endian)
+            if kind == GNU_PROPERTY_AARCH64_FEATURE_1_AND and size >= 4:
+                bits |= int.from_bytes(desc[at + 8:at + 12], img.endian)
+            at += 8 + (size + pad - 1) // pad * pad
+    return bits
+
+
+@rule("N007", "error", "arm64: an image built for BTI must begin every exported function with a landing pad",
+      """A kernel built with BTI (CONFIG_ARM64_BTI_KERNEL, Linux 5.8 on) maps
+      its vDSO with guarded pages (PROT_BTI), and a call through a pointer
+      (blr, as every libc makes) must land on a `bti c`, `bti jc` or
+      `paciasp`/`pacibsp`, or the task dies of SIGILL.  An image is built
+      for BTI when its GNU property note says so (QEMU's own vDSO) or when
+      some of its exports begin with a `bti`: then every exported function
+      must (signal trampolines excepted: the kernel returns to them, and
+      unwinders match their bytes, T001).  Linux's images built without BTI,
+      as Debian's are, are mapped unguarded by their own kernel and begin
+      with no `bti`; vdsogen builds every arm64 image for BTI, which works
+      under either kernel, so in check an image of Linux 5.8 on without the
+      pads is an error too.""", needs=("trampolines",))
+def bti_landing_pads(ctx: Context) -> Findings:
+    img = ctx.image
+    if img.e_machine != EM_AARCH64 or ctx.before(BTI_SINCE):
+        return
+    trampolines = {t[0] for t in ctx.expect.trampolines}
+    entries = []
+    for sym in exported(img):
+        if sym.type == STT_FUNC and sym.name not in trampolines:
+            try:
+                word = int.from_bytes(img.bytes_at(sym.value, 4), img.code_endian)
+            except Unreadable:
+                continue     # S-rules report an export outside the image
+            entries.append((sym, word))
+    padded = [sym.name for sym, word in entries if word in BTI_PADS]
+    if aarch64_features(img) & GNU_PROPERTY_AARCH64_FEATURE_1_BTI:
+        why = "its GNU property note sets GNU_PROPERTY_AARCH64_FEATURE_1_BTI"
+    elif padded:
+        why = f"{', '.join(padded)} begin{'s' if len(padded) == 1 else ''} with a bti"
+    elif ctx.expect.generated:
+        why = "vdsogen builds its arm64 images for BTI (-mbranch-protection=bti)"
+    else:
+        return
+    for sym, word in entries:
+        if word not in BTI_PADS and word not in PAC_PADS:
+            yield f"{sym.name} @0x{sym.value:x}", (f"begins with {word:08x}, no BTI landing pad, though {why}: "
+                                                    "called through a pointer from guarded pages, it raises SIGILL")
