@@ -16,10 +16,12 @@ functions.toml's [NAME.harness]: their flavours, check groups and benchmark
 rows).  Each function an arch fragment implements has its check
 beside it, arch/ARCH/harness-check-NAME.c.j2, rendered and compiled in for
 the targets that export it.  The harness runs natively or under qemu-user,
-prints one line per check and a summary; this module relays those lines
-and turns the outcome into an exit status.
+prints one line per check and a summary, and stops after a fatal failure
+(the groups left are "not run"); this module relays those lines and turns
+the outcome into an exit status.
 """
 
+import re
 import shutil
 import signal
 import subprocess
@@ -225,6 +227,9 @@ def _test_build(target, image, workdir, builder, stream):
     return test, _build_image(test, workdir / "test-image", builder)
 
 
+SUMMARY = re.compile(r"(\d+) passed, (\d+) failed(?:, (\d+) not run)?")
+
+
 class Outcome:
     """What one harness run printed: check names by verdict, and its summary."""
 
@@ -232,7 +237,9 @@ class Outcome:
         self.passed = []
         self.failed = {}       # name -> detail of its (first) FAIL line
         self.fail_lines = 0
-        self.summary = None
+        self.not_run = []      # groups and steps a fatal failure left out
+        self.summary = None    # (passed, failed)
+        self.summary_not_run = 0
         self.other = []        # lines that are none of the above
 
     def feed(self, line):
@@ -242,21 +249,20 @@ class Outcome:
             name, _, detail = line[5:].partition(": ")
             self.failed.setdefault(name.strip(), detail)
             self.fail_lines += 1
+        elif line.startswith("not run "):
+            self.not_run.append(line[8:].partition(": ")[0].strip())
         elif line.startswith("#") or not line.strip():
             pass
+        elif m := SUMMARY.fullmatch(line.strip()):
+            self.summary = (int(m[1]), int(m[2]))
+            self.summary_not_run = int(m[3] or 0)
         else:
-            words = line.split()
-            if len(words) == 4 and words[1] == "passed," and words[3] == "failed":
-                try:
-                    self.summary = (int(words[0]), int(words[2]))
-                    return
-                except ValueError:
-                    pass
             self.other.append(line)
 
     @property
     def consistent(self):
-        return self.summary == (len(self.passed), self.fail_lines)
+        return (self.summary == (len(self.passed), self.fail_lines)
+                and self.summary_not_run == len(self.not_run))
 
 
 def run_harness(target, exe, image, builder=None, stream=None, timeout=RUN_TIMEOUT, bench=False):
