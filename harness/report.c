@@ -119,6 +119,22 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 	_exit(1);
 }
 
+/*
+ * SIGTERM (vdsogen test --timeout stops the harness so): say what was
+ * running, for the driver's report, and end.
+ */
+static void on_term(int sig)
+{
+	char msg[256];
+	int n;
+
+	n = snprintf(msg, sizeof(msg), "# stopped by SIGTERM in %s\n",
+		     h_current[0] ? h_current : h_group ? h_group : "harness");
+	if (n > 0 && write(STDOUT_FILENO, msg, (size_t)n) < 0)
+		_exit(3);
+	_exit(128 + sig);
+}
+
 static void on_alarm(int sig)
 {
 	char msg[256];
@@ -157,6 +173,8 @@ void setup_signals(void)
 	sa.sa_handler = on_alarm;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGALRM, &sa, NULL);
+	sa.sa_handler = on_term;
+	sigaction(SIGTERM, &sa, NULL);
 }
 
 /*
