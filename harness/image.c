@@ -314,15 +314,18 @@ void check_trampolines(void)
 	}
 }
 
-void check_syscall_numbers(void)
+int check_syscall_numbers(void)
 {
 	const struct h_sysnr *s;
 	struct chk k;
+	int bad;
 
 	chk_start(&k, "syscall_numbers");
 	for (s = h_sysnrs; s->name; s++)
 		if (s->libc >= 0 && s->libc != s->spec)
 			chk_fail(&k, "%s is %ld in the spec, %ld in the C library's headers",
 				 s->name, s->spec, s->libc);
+	bad = k.failures != 0;
 	chk_end(&k);
+	return bad ? -1 : 0;
 }

@@ -58,6 +58,14 @@ int finish(void);
 void setup_signals(void);
 /* Run one group; a crash in the image fails the check it was in and ends the group. */
 void group(const char *name, void (*fn)(void));
+/*
+ * Run one step the groups rely on (fn: 0, or -1 after a FAIL line).  Its
+ * failure, or a crash in it, is fatal: the steps and groups after it print
+ * "not run" instead of running.
+ */
+void step(const char *name, int (*fn)(void));
+/* A step failed: what follows only says "not run". */
+int run_stopped(void);
 
 extern int h_other_cpu;		/* another CPU, for writer threads (or the same one) */
 void pin_to(int cpu);
@@ -91,7 +99,8 @@ int check_image(void);
 /* One check per symbol; resolves h_fn[]. */
 void check_symbols(void);
 void check_trampolines(void);
-void check_syscall_numbers(void);
+/* 0, or -1 when a syscall number of the spec is not the C library's. */
+int check_syscall_numbers(void);
 
 /* ------------------------------------------------------------------ */
 /* timekeeper.c                                                        */

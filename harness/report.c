@@ -1,9 +1,11 @@
 /*
  * vdsogen test harness: one line per check, and a crash or a hang in the
- * image ends one group, not the run.
+ * image ends one group, not the run; a fatal failure ends the run.
  *
  * Each check prints "ok NAME" or "FAIL NAME: detail"; lines starting with
- * "# " are information; the last line is "N passed, N failed".
+ * "# " are information; a group or step that does not run after a fatal
+ * failure prints "not run NAME: CHECK failed"; the last line is "N passed,
+ * N failed", with ", N not run" after a fatal failure.
  */
 #include <sched.h>
 #include <setjmp.h>
@@ -20,8 +22,10 @@
 /* ------------------------------------------------------------------ */
 /* Reporting                                                           */
 
-static unsigned int n_pass, n_fail;
+static unsigned int n_pass, n_fail, n_not_run;
 static char h_current[160];		/* the check in progress, for crash reports */
+static char h_last_fail[160];		/* the check that failed last */
+static const char *h_fatal;		/* it, once its failure ended the run */
 
 void chk_start(struct chk *k, const char *fmt, ...)
 {
@@ -50,6 +54,7 @@ void chk_end(struct chk *k)
 {
 	if (k->failures) {
 		printf("FAIL %s: %s\n", k->name, k->why);
+		memcpy(h_last_fail, k->name, sizeof(h_last_fail));
 		n_fail++;
 	} else {
 		printf("ok %s\n", k->name);
@@ -73,12 +78,16 @@ void report_fail(const char *name, const char *fmt, ...)
 	vprintf(fmt, ap);
 	va_end(ap);
 	putchar('\n');
+	snprintf(h_last_fail, sizeof(h_last_fail), "%s", name);
 	n_fail++;
 }
 
 int finish(void)
 {
-	printf("%u passed, %u failed\n", n_pass, n_fail);
+	if (n_not_run)
+		printf("%u passed, %u failed, %u not run\n", n_pass, n_fail, n_not_run);
+	else
+		printf("%u passed, %u failed\n", n_pass, n_fail);
 	fflush(stdout);
 	return n_fail ? 1 : 0;
 }
@@ -108,6 +117,22 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 	if (n > 0 && write(STDOUT_FILENO, msg, (size_t)n) < 0)
 		_exit(3);
 	_exit(1);
+}
+
+/*
+ * SIGTERM (vdsogen test --timeout stops the harness so): say what was
+ * running, for the driver's report, and end.
+ */
+static void on_term(int sig)
+{
+	char msg[256];
+	int n;
+
+	n = snprintf(msg, sizeof(msg), "# stopped by SIGTERM in %s\n",
+		     h_current[0] ? h_current : h_group ? h_group : "harness");
+	if (n > 0 && write(STDOUT_FILENO, msg, (size_t)n) < 0)
+		_exit(3);
+	_exit(128 + sig);
 }
 
 static void on_alarm(int sig)
@@ -148,27 +173,64 @@ void setup_signals(void)
 	sa.sa_handler = on_alarm;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGALRM, &sa, NULL);
+	sa.sa_handler = on_term;
+	sigaction(SIGTERM, &sa, NULL);
 }
 
-void group(const char *name, void (*fn)(void))
+/*
+ * Run a group's checks (fn), or a step (step_fn: 0, or -1 after a FAIL
+ * line), under the watchdog; a crash fails the check it was in.  After a
+ * fatal failure neither runs: "not run NAME".  Returns -1 when the step
+ * failed or crashed, or did not run.
+ */
+static int guarded(const char *name, void (*fn)(void), int (*step_fn)(void))
 {
 	sigjmp_buf jb;
+	volatile int rc = 0;
 
+	if (h_fatal) {
+		printf("not run %s: %s failed\n", name, h_fatal);
+		n_not_run++;
+		return -1;
+	}
 	h_group = name;
 	h_current[0] = 0;
 	alarm(GROUP_TIMEOUT);
 	if (sigsetjmp(jb, 1) == 0) {
 		h_jmp = &jb;
-		fn();
+		if (fn)
+			fn();
+		else
+			rc = step_fn();
 	} else {
 		report_fail(h_current[0] ? h_current : name, "killed by signal %d (%s) at %p",
 			    (int)h_signo, strsignal(h_signo), h_fault_addr);
 		/* A finisher may still owe the page its second seq bump. */
 		thread_stop();
+		rc = -1;
 	}
 	h_jmp = NULL;
 	alarm(0);
 	h_group = NULL;
+	return rc;
+}
+
+void group(const char *name, void (*fn)(void))
+{
+	guarded(name, fn, NULL);
+}
+
+int run_stopped(void)
+{
+	return h_fatal != NULL;
+}
+
+void step(const char *name, int (*fn)(void))
+{
+	if (guarded(name, NULL, fn) == 0 || h_fatal)
+		return;
+	h_fatal = h_last_fail[0] ? h_last_fail : name;
+	printf("# %s failed: no later check could mean anything, so none runs\n", h_fatal);
 }
 
 /* ------------------------------------------------------------------ */

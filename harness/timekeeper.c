@@ -232,7 +232,7 @@ int calibrate(void)
 	struct hts t0, t1;
 	uint64_t c0, c1;
 	int64_t ns;
-	int e;
+	int e, sleeps = 0;
 	struct chk k;
 
 	chk_start(&k, "counter");
@@ -249,12 +249,29 @@ int calibrate(void)
 		chk_end(&k);
 		return -1;
 	}
+	/*
+	 * 15 ms of MONOTONIC_RAW: 8 sleeps of 2 ms.  A syscall that answers
+	 * without time advancing (another syscall's number: clock_getres's
+	 * answers the resolution every time) never gets there.
+	 */
 	do {
 		sleep_ns(2000000);
+		sleeps++;
 		c1 = vdso_read_counter(h_counter_modes[0]);
-		sys_gettime(C_MONOTONIC_RAW, &t1);
+		e = sys_gettime(C_MONOTONIC_RAW, &t1);
 		ns = elapsed_ns(t0, t1);
-	} while (ns < 15000000);
+	} while (e == 0 && ns < 15000000 && sleeps < 100);
+	if (e != 0)
+		chk_fail(&k, "clock_gettime(MONOTONIC_RAW) syscall (nr %ld) failed after %d sleeps: %s",
+			 (long)NR_CLOCK_GETTIME, sleeps, strerror(-e));
+	else if (ns < 15000000)
+		chk_fail(&k, "clock_gettime(MONOTONIC_RAW) syscall (nr %ld) advanced %lld ns in %d sleeps of 2 ms: "
+			 "is %ld the ABI's clock_gettime?", (long)NR_CLOCK_GETTIME, (long long)ns, sleeps,
+			 (long)NR_CLOCK_GETTIME);
+	if (k.failures) {
+		chk_end(&k);
+		return -1;
+	}
 	if (c1 <= c0) {
 		chk_fail(&k, "the counter does not advance (%#llx, then %#llx %lld ns later)",
 			 (unsigned long long)c0, (unsigned long long)c1, (long long)ns);

@@ -1,6 +1,7 @@
 """vdsogen's command line."""
 
 import argparse
+import math
 import os
 import sys
 
@@ -22,6 +23,24 @@ def _positive(text):
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {n}")
     return n
+
+
+def _seconds(text):
+    try:
+        n = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(n) or n <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0: {text!r}")
+    return n
+
+
+def _timeout_option(s, default, what):
+    """--timeout=SECONDS; `default` computes the default on first use (in --help)."""
+    option = s.add_argument("--timeout", type=_seconds, metavar="SECONDS",
+                            help=f"stop {what} after SECONDS (default %(seconds)s; the build is not counted): "
+                                 f"its process group is killed")
+    option.seconds = _Later(default)
 
 
 def _targets(text):
@@ -102,9 +121,10 @@ def cmd_rules(args):
 
 
 def cmd_test(args):
-    from vdsogen.harness.driver import run_tests
+    from vdsogen.harness.driver import RUN_TIMEOUT, run_tests
 
-    return run_tests(load_target(args.arch, args.specs), args.image, workdir=args.workdir, bench=args.bench)
+    return run_tests(load_target(args.arch, args.specs), args.image, workdir=args.workdir, bench=args.bench,
+                     timeout=args.timeout or RUN_TIMEOUT)
 
 
 def cmd_run(args):
@@ -116,9 +136,11 @@ def cmd_run(args):
 
 def cmd_bench(args):
     from vdsogen.bench import run_bench
+    from vdsogen.bench.run import RUN_TIMEOUT
 
     return run_bench(load_target(args.arch, args.specs), args.image, workdir=args.workdir, fmt=args.format,
-                     rounds=args.rounds, batch_us=args.batch_us, cpu=args.cpu, references=args.reference)
+                     rounds=args.rounds, batch_us=args.batch_us, cpu=args.cpu, references=args.reference,
+                     timeout=args.timeout or RUN_TIMEOUT)
 
 
 def _profiles():
@@ -157,6 +179,16 @@ class _Later:
 
     def __str__(self):
         return str(self.value)
+
+
+def _test_timeout():
+    from vdsogen.harness.driver import RUN_TIMEOUT
+    return RUN_TIMEOUT
+
+
+def _bench_timeout():
+    from vdsogen.bench.run import RUN_TIMEOUT
+    return RUN_TIMEOUT
 
 
 def _specs_option(s):
@@ -225,6 +257,7 @@ def parser():
     s.add_argument("--bench", action="store_true",
                    help="run the harness's benchmark instead of its checks, printing its raw lines "
                         "(`vdsogen bench` makes the table)")
+    _timeout_option(s, _test_timeout, "the harness, naming the check it was running,")
     _specs_option(s)
     s.set_defaults(func=cmd_test)
 
@@ -246,6 +279,7 @@ def parser():
     s.add_argument("--reference", action="append", metavar="FILE",
                    help="a real vDSO image of the same ABI to count hot paths in (repeatable; default: "
                         "those under $VDSOGEN_BENCH_REFERENCES, or /var/tmp/vdso-cache)")
+    _timeout_option(s, _bench_timeout, "the benchmark")
     _specs_option(s)
     s.set_defaults(func=cmd_bench)
 

@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -29,7 +30,7 @@ DEFAULT_ROUNDS = 31
 DEFAULT_BATCH_US = 500
 REFERENCE_DIRS = ("/var/tmp/vdso-cache",)
 MAX_REFERENCE = 1 << 20       # a vDSO is tens of KiB; kernels and packages are skipped
-RUN_TIMEOUT = 1800
+RUN_TIMEOUT = 300            # seconds (`vdsogen bench --timeout`); a run takes seconds, under qemu-user too
 
 
 def reference_dirs():
@@ -172,17 +173,25 @@ def hot_paths(target, image, live=None, references=()):
 
 
 def _run(argv, timeout):
+    """The harness's output; past `timeout` its whole process group is killed."""
     try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              errors="replace", timeout=timeout)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                errors="replace", start_new_session=True)
     except OSError as e:
         raise HarnessError(f"{argv[0]}: cannot start: {e.strerror}") from None
+    try:
+        out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise HarnessError(f"the benchmark did not finish within {timeout} s") from None
+        raise HarnessError(f"the benchmark did not finish within {timeout:g} s (--timeout={timeout:g}); "
+                           f"it was killed") from None
+    finally:
+        if proc.returncode is None:      # not reaped: the group id is still the harness's
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
     if proc.returncode != 0:
-        tail = "\n".join(proc.stdout.splitlines()[-10:])
+        tail = "\n".join(out.splitlines()[-10:])
         raise HarnessError(f"the benchmark harness exited with status {proc.returncode}:\n{tail}")
-    return proc.stdout
+    return out
 
 
 def run_bench(target, image=None, workdir=None, *, fmt="text", rounds=DEFAULT_ROUNDS,

@@ -16,16 +16,22 @@ functions.toml's [NAME.harness]: their flavours, check groups and benchmark
 rows).  Each function an arch fragment implements has its check
 beside it, arch/ARCH/harness-check-NAME.c.j2, rendered and compiled in for
 the targets that export it.  The harness runs natively or under qemu-user,
-prints one line per check and a summary; this module relays those lines
-and turns the outcome into an exit status.
+prints one line per check and a summary, and stops after a fatal failure
+(the groups left are "not run"); this module relays those lines, stops a
+harness that outlives its timeout, and turns the outcome into an exit
+status.
 """
 
+import os
+import queue
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,8 +44,12 @@ from vdsogen.build.toolchain import Builder
 # Headers of the vDSO build the harness compiles against.
 VDSO_HEADERS = ("vdso_config.h", "vdso_types.h", "datapage.h", "vdso_arch.h")
 HARNESS_CFLAGS = ("-std=gnu11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror", "-static", "-pthread")
-# The harness's own watchdog gives up on a hung group after 30 s; this is the backstop.
-RUN_TIMEOUT = 600
+# Seconds a harness run may take (`vdsogen test --timeout`): a whole run takes
+# 3-9 s, natively or under qemu-user; the harness's own watchdog gives up on a
+# hung group after 30 s.
+RUN_TIMEOUT = 120
+# After SIGTERM, the harness has this long to say what it was running before SIGKILL.
+TERM_GRACE = 2.0
 
 
 def compiler(target):
@@ -231,6 +241,10 @@ def _test_build(target, image, workdir, builder, stream):
     return test, _build_image(test, workdir / "test-image", builder)
 
 
+SUMMARY = re.compile(r"(\d+) passed, (\d+) failed(?:, (\d+) not run)?")
+STOPPED_IN = "# stopped by SIGTERM in "
+
+
 class Outcome:
     """What one harness run printed: check names by verdict, and its summary."""
 
@@ -238,37 +252,62 @@ class Outcome:
         self.passed = []
         self.failed = {}       # name -> detail of its (first) FAIL line
         self.fail_lines = 0
-        self.summary = None
+        self.not_run = []      # groups and steps a fatal failure left out
+        self.summary = None    # (passed, failed)
+        self.summary_not_run = 0
+        self.stopped_in = None  # the check or group SIGTERM stopped
+        self.last = None       # the check that reported last
+        self.timed_out = False  # stopped at the driver's timeout
         self.other = []        # lines that are none of the above
 
     def feed(self, line):
         if line.startswith("ok "):
-            self.passed.append(line[3:].strip())
+            self.last = line[3:].strip()
+            self.passed.append(self.last)
         elif line.startswith("FAIL "):
             name, _, detail = line[5:].partition(": ")
-            self.failed.setdefault(name.strip(), detail)
+            self.last = name.strip()
+            self.failed.setdefault(self.last, detail)
             self.fail_lines += 1
+        elif line.startswith("not run "):
+            self.not_run.append(line[8:].partition(": ")[0].strip())
+        elif line.startswith(STOPPED_IN):
+            self.stopped_in = line[len(STOPPED_IN):].strip()
         elif line.startswith("#") or not line.strip():
             pass
+        elif m := SUMMARY.fullmatch(line.strip()):
+            self.summary = (int(m[1]), int(m[2]))
+            self.summary_not_run = int(m[3] or 0)
         else:
-            words = line.split()
-            if len(words) == 4 and words[1] == "passed," and words[3] == "failed":
-                try:
-                    self.summary = (int(words[0]), int(words[2]))
-                    return
-                except ValueError:
-                    pass
             self.other.append(line)
 
     @property
     def consistent(self):
-        return self.summary == (len(self.passed), self.fail_lines)
+        return (self.summary == (len(self.passed), self.fail_lines)
+                and self.summary_not_run == len(self.not_run))
+
+
+def _lines(pipe, out):
+    """Put each line of pipe on the queue out, then None."""
+    for line in pipe:
+        out.put(line)
+    out.put(None)
+
+
+def _signal_group(proc, sig):
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
 
 
 def run_harness(target, exe, image, builder=None, stream=None, timeout=RUN_TIMEOUT, bench=False):
     """Run a built harness on image, relaying its lines; returns (exit status, Outcome).
 
-    With `bench`, the harness times calls instead of checking them."""
+    The harness runs in a process group of its own.  After `timeout` seconds
+    it gets SIGTERM (it then names the check it was running), then SIGKILL
+    after TERM_GRACE: the whole group goes, and a last FAIL line names the
+    check.  With `bench`, the harness times calls instead of checking them."""
     builder = builder or Builder(target)
     stream = stream or sys.stdout
     image = Path(image)
@@ -278,37 +317,64 @@ def run_harness(target, exe, image, builder=None, stream=None, timeout=RUN_TIMEO
     builder.log("TEST", image, argv)
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace")
+                                errors="replace", start_new_session=True)
     except OSError as e:
         raise HarnessError(f"{argv[0]}: cannot start: {e.strerror}") from None
-    timed_out = threading.Event()
-
-    def kill():
-        timed_out.set()
-        proc.kill()
-
-    timer = threading.Timer(timeout, kill)
-    timer.start()
+    lines: queue.Queue = queue.Queue()
+    reader = threading.Thread(target=_lines, args=(proc.stdout, lines), daemon=True)
+    reader.start()
     outcome = Outcome()
+    deadline = time.monotonic() + timeout
+    timed_out = eof = False
     try:
-        for line in proc.stdout:
-            line = line.rstrip("\n")
-            print(line, file=stream, flush=True)
-            outcome.feed(line)
-        rc = proc.wait()
+        while not eof:
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                if timed_out:
+                    break
+                # Out of time: SIGTERM (the harness names its check), SIGKILL a little later.
+                timed_out = True
+                _signal_group(proc, signal.SIGTERM)
+                deadline = time.monotonic() + TERM_GRACE
+                continue
+            if line is None:
+                eof = True
+            else:
+                line = line.rstrip("\n")
+                print(line, file=stream, flush=True)
+                outcome.feed(line)
+        if not timed_out:
+            try:
+                rc = proc.wait(timeout=max(TERM_GRACE, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+        if timed_out:
+            _signal_group(proc, signal.SIGKILL)
+            rc = proc.wait()
     finally:
-        timer.cancel()
-        if proc.poll() is None:
-            proc.kill()
+        # Not reaped until here, so the group id still names the harness's group.
+        if proc.returncode is None:
+            _signal_group(proc, signal.SIGKILL)
             proc.wait()
-    if timed_out.is_set():
-        raise HarnessError(f"the {target.name} harness did not finish within {timeout} s")
+        reader.join(TERM_GRACE)
+        if not reader.is_alive():      # else a process outside the group still holds the pipe
+            proc.stdout.close()
+    if timed_out:
+        where = (f"FAIL {outcome.stopped_in}: " if outcome.stopped_in else
+                 f"FAIL harness: after {outcome.last}, " if outcome.last else "FAIL harness: ")
+        line = f"{where}no answer within {timeout:g} s (--timeout={timeout:g}); the {target.name} harness was stopped"
+        print(line, file=stream, flush=True)
+        outcome.feed(line)
+        outcome.timed_out = True
     return rc, outcome
 
 
 def _verdict(rc, outcome, stream):
     """0 when the run was complete and clean, else 1 (with a last FAIL line saying why)."""
     problem = None
+    if outcome.timed_out:
+        return 1
     if rc < 0:
         try:
             name = signal.Signals(-rc).name
