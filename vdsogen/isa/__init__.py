@@ -12,7 +12,8 @@ A new ISA (docs/hacking.rst, "A new ISA"):
      ends of flow; base.fixed_width for 32-bit words), classifier(img) (the
      counter reads, syscalls and returns: base.word_classifier), and only the
      Isa fields where the machine differs from the defaults (code byte
-     order, DT_HASH word, r_info, Thumb-like entry modes, delay slots).
+     order, DT_HASH word, r_info, Thumb-like entry modes, delay slots,
+     processor dynamic tags and program header types, data loads).
   2. its ABI in vdsogen/spec/abi.toml (`machine` = the EM_ number, and
      [ABI.syscalls]: instruction, result convention, numbers);
   3. arch/ARCH/contract.toml and its fragments, its spec(s) in specs/;

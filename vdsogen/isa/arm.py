@@ -156,5 +156,29 @@ def _it_skips(raw: bytes, mode: str | None, order: ByteOrder) -> int:
     return it_size(raw, order) if mode == "thumb" else 0
 
 
+def data_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -> bool:
+    """A32: ldr/ldrb (op 01x, L), ldrh/ldrsb/ldrsh/ldrd (the extra loads), ldm
+    (op 100, L).  Thumb: the 16-bit ldr forms and ldm; the 32-bit loads
+    (1111 100x with L) and ldm/ldrd/ldrex (1110 100x with L).  Base sp: none."""
+    if mode == "thumb":
+        hw = int.from_bytes(raw[:2], order)
+        if len(raw) == 4:
+            return hw & 0xFE00 in (0xF800, 0xE800) and bool(hw & 0x10) and hw & 0xF != 13
+        # ldr literal, ldr/ldrb/ldrh imm, ldm; ldr/ldrh/ldrb/ldrsb/ldrsh register (sp-relative and pop: none)
+        return hw >> 11 in (0b01001, 0b01101, 0b01111, 0b10001, 0b11001) or (hw >> 12 == 0b0101 and (hw >> 9) & 7 >= 3)
+    word = int.from_bytes(raw[:4], order)
+    if word >> 28 == 0xF or (word >> 16) & 0xF == 13:
+        return False
+    op = (word >> 25) & 7
+    if op in (2, 3):
+        return bool(word & (1 << 20)) and not (op == 3 and word & 0x10)
+    if op == 4:
+        return bool(word & (1 << 20))
+    if op == 0 and word & 0x90 == 0x90 and word & 0x60:
+        return bool(word & (1 << 20)) or (word >> 5) & 3 == 2           # ldrh/ldrsb/ldrsh, or ldrd
+    return False
+
+
 ISA = Isa("arm", {EM_ARM: "EM_ARM"}, _decoder, _classifier, code_endian=_code_endian, entry=_entry,
-          cjump_skips=_it_skips, segment_types={EM_ARM: frozenset({PT_ARM_EXIDX})})
+          cjump_skips=_it_skips, segment_types={EM_ARM: frozenset({PT_ARM_EXIDX})},
+          data_load=data_load)

@@ -90,4 +90,15 @@ def _code_endian(e_flags: int, endian: ByteOrder) -> ByteOrder:
     return "little"                                   # A64 code is little-endian in big-endian images too
 
 
-ISA = Isa("arm64", {EM_AARCH64: "EM_AARCH64"}, _decoder, _classifier, code_endian=_code_endian)
+def data_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -> bool:
+    """The load/store class with its L bit (22), base not sp; the literal loads."""
+    word = int.from_bytes(raw[:4], order)
+    if (word >> 25) & 5 != 4:
+        return False
+    if word & 0x3B000000 == 0x18000000:
+        return True
+    return bool(word & (1 << 22)) and (word >> 5) & 31 != 31
+
+
+ISA = Isa("arm64", {EM_AARCH64: "EM_AARCH64"}, _decoder, _classifier, code_endian=_code_endian,
+          data_load=data_load)

@@ -137,6 +137,9 @@ class Isa:
     # cjump_skips(raw, mode, order): instructions a taken conditional jump passes over
     # that still run, as no-ops (Thumb's IT block).
     cjump_skips: Callable[[bytes, str | None, ByteOrder], int] = _nothing_skipped
+    # data_load(raw, mode, code byte order, 64-bit x86) -> the instruction reads memory
+    # other than the stack, as a vDSO reads its data page (audit rule K008); None: unknown.
+    data_load: Callable[[bytes, str | None, ByteOrder, bool], bool] | None = None
     # e_machine -> {processor dynamic tag: name} a vDSO of that machine may carry (MIPS's GOT tags).
     dynamic_tags: Mapping[int, Mapping[int, str]] = field(default_factory=dict)
     # e_machine -> the processor program header types its vDSOs carry (ARM's PT_ARM_EXIDX).

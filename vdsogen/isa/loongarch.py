@@ -7,8 +7,8 @@ rdtimel.w and rdtimeh.w (not into $zero: that one wants only the counter
 ID, getcpu's CPU), the syscall syscall, the return jirl $zero, $ra, 0.
 """
 
-from vdsogen.isa.base import CALL, CJUMP, COUNTER, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, Classify, Decode, \
-    Image, Insn, Isa, fixed_width, sext, word_classifier
+from vdsogen.isa.base import CALL, CJUMP, COUNTER, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, ByteOrder, Classify, \
+    Decode, Image, Insn, Isa, fixed_width, sext, word_classifier
 
 EM_LOONGARCH = 258          # pyelftools 0.29 has no name for it
 
@@ -51,4 +51,14 @@ def _classifier(img: Image) -> Classify:
     return word_classifier(loongarch_class, img.code_endian)
 
 
-ISA = Isa("loongarch", {EM_LOONGARCH: "EM_LOONGARCH"}, _decoder, _classifier)
+def data_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -> bool:
+    """ld.{b,h,w,d,bu,hu,wu}, fld.{s,d}, ldptr.{w,d}, ll.{w,d}, ldx.*, base not $sp."""
+    word = int.from_bytes(raw[:4], "little")
+    return ((word >> 5) & 31 != 3 and
+            ((word >> 22) in (0xA0, 0xA1, 0xA2, 0xA3, 0xA8, 0xA9, 0xAA, 0xAC, 0xAE)
+             or (word >> 24) in (0x20, 0x22, 0x24, 0x26)
+             or (word >> 15) in (0x7000, 0x7008, 0x7010, 0x7018, 0x7040, 0x7048, 0x7050)))
+
+
+ISA = Isa("loongarch", {EM_LOONGARCH: "EM_LOONGARCH"}, _decoder, _classifier,
+          data_load=data_load)

@@ -96,7 +96,18 @@ def _classifier(img: Image) -> Classify:
     return word_classifier(mips_class, img.code_endian)
 
 
+_MIPS_LOADS = {0x1A, 0x1B, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x30, 0x31, 0x34, 0x35, 0x37}
+
+
+def data_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -> bool:
+    """lb..lwu, ld, ldl/ldr, ll/lld, lwc1/ldc1; base neither $sp nor $ra (the
+    entries' reads of a word of their own code, after a bal)."""
+    word = int.from_bytes(raw[:4], order)
+    return word >> 26 in _MIPS_LOADS and (word >> 21) & 31 not in (29, 31)
+
+
 ISA = Isa("mips", {EM_MIPS: "EM_MIPS"}, _decoder, _classifier, r_info=r_info, delay_slots=True,
           branch_likely=branch_likely, call_reads_pc=call_reads_pc, dynamic_tags={EM_MIPS: DT_MIPS},
           # PT_NULL: GNU ld leaves an empty header behind on MIPS
-          segment_types={EM_MIPS: frozenset({0, PT_MIPS_REGINFO, PT_MIPS_OPTIONS, PT_MIPS_ABIFLAGS})})
+          segment_types={EM_MIPS: frozenset({0, PT_MIPS_REGINFO, PT_MIPS_OPTIONS, PT_MIPS_ABIFLAGS})},
+          data_load=data_load)

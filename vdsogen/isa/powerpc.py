@@ -7,8 +7,8 @@ the counter read is mftb (mfspr 268, and the old mftb form), the syscalls
 sc and scv, the returns blr and the conditional bclr forms.
 """
 
-from vdsogen.isa.base import CALL, CJUMP, COUNTER, CRETURN, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, Classify, \
-    Code, Decode, Image, Insn, Isa, sext, word_classifier
+from vdsogen.isa.base import CALL, CJUMP, COUNTER, CRETURN, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, ByteOrder, \
+    Classify, Code, Decode, Image, Insn, Isa, sext, word_classifier
 
 EM_PPC, EM_PPC64 = 20, 21
 DT_PPC_GOT = 0x70000000         # ppc32: where the GOT is; kernel images keep a .got in the text
@@ -68,5 +68,20 @@ def _classifier(img: Image) -> Classify:
     return word_classifier(ppc_class, img.code_endian)
 
 
+_PPC_X_LOADS = {20, 21, 23, 53, 55, 84, 87, 119, 279, 311, 341, 343, 373, 375, 532, 534, 790}
+
+
+def data_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -> bool:
+    """The D-form loads (lwz..lhau, lmw, lfs..lfdu), ld/ldu/lwa, lq, and the X-form ones; base not r1."""
+    word = int.from_bytes(raw[:4], order)
+    op = word >> 26
+    if (word >> 16) & 31 == 1:
+        return False
+    if op in (32, 33, 34, 35, 40, 41, 42, 43, 46, 48, 49, 50, 51, 56, 58):
+        return True
+    return op == 31 and (word >> 1) & 0x3FF in _PPC_X_LOADS
+
+
 ISA = Isa("powerpc", {EM_PPC: "EM_PPC", EM_PPC64: "EM_PPC64"}, _decoder, _classifier,
-          dynamic_tags={EM_PPC: {DT_PPC_GOT: "PPC_GOT"}, EM_PPC64: {DT_PPC64_OPT: "PPC64_OPT"}})
+          dynamic_tags={EM_PPC: {DT_PPC_GOT: "PPC_GOT"}, EM_PPC64: {DT_PPC64_OPT: "PPC64_OPT"}},
+          data_load=data_load)

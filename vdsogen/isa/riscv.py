@@ -8,7 +8,7 @@ returns ret (jalr x0, 0(ra)) and c.jr ra, and the same through t0, the
 alternate link register (after sspopchk t0).  RISC-V code is little-endian.
 """
 
-from vdsogen.isa.base import CALL, CJUMP, COUNTER, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, Classify, Code, \
+from vdsogen.isa.base import CALL, CJUMP, COUNTER, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, ByteOrder, Classify, Code, \
     Decode, Image, Insn, Isa, sext
 
 EM_RISCV = 243
@@ -76,5 +76,15 @@ def _classifier(img: Image) -> Classify:
     return lambda raw, mode=None: riscv_class(raw)
 
 
+def data_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -> bool:
+    """lb..ld, flw/fld, lr/amo, base not sp; compressed c.lw, c.ld, c.fld."""
+    if len(raw) == 2:
+        hw = int.from_bytes(raw, "little")
+        return hw & 3 == 0 and (hw >> 13) in (1, 2, 3)
+    word = int.from_bytes(raw[:4], "little")
+    return word & 0x7F in (0x03, 0x07, 0x2F) and (word >> 15) & 31 != 2
+
+
 ISA = Isa("riscv", {EM_RISCV: "EM_RISCV"}, _decoder, _classifier,
-          segment_types={EM_RISCV: frozenset({PT_RISCV_ATTRIBUTES})})
+          segment_types={EM_RISCV: frozenset({PT_RISCV_ATTRIBUTES})},
+          data_load=data_load)

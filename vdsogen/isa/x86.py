@@ -6,7 +6,7 @@ jcc, loop and jcxz.  Hot path: the counter reads are rdtsc and rdtscp, the
 syscalls syscall, sysenter and int $0x80, the return ret.
 """
 
-from vdsogen.isa.base import CALL, CJUMP, COUNTER, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, Classify, Code, \
+from vdsogen.isa.base import CALL, CJUMP, COUNTER, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, ByteOrder, Classify, Code, \
     Decode, Image, Insn, Isa, sext
 
 EM_386, EM_X86_64 = 3, 62
@@ -177,4 +177,36 @@ def _classifier(img: Image) -> Classify:
     return lambda raw, mode=None: x86_class(raw, long_mode)
 
 
-ISA = Isa("x86", {EM_386: "EM_386", EM_X86_64: "EM_X86_64"}, _decoder, _classifier)
+def _x86_modrm_load(raw: bytes, i: int, rex_b: bool) -> bool:
+    """The ModRM at raw[i] names memory, and not through the stack pointer."""
+    if i >= len(raw) or raw[i] >> 6 == 3:
+        return False
+    if raw[i] & 7 == 4 and i + 1 < len(raw):                 # SIB: base esp/rsp (r12 with REX.B)
+        return raw[i + 1] & 7 != 4 or rex_b
+    return True
+
+
+def data_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -> bool:
+    """A one-byte or 0F opcode with a memory ModRM operand that it reads (not
+    lea, not the stores mov/movb, not the hint nops), or a moffs load."""
+    i, rex_b = 0, False
+    while i < len(raw) and (raw[i] in X86_PREFIXES or (long_mode and 0x40 <= raw[i] <= 0x4F)):
+        rex_b = long_mode and 0x40 <= raw[i] <= 0x4F and bool(raw[i] & 1)
+        i += 1
+    if i + 1 >= len(raw):
+        return False
+    op = raw[i]
+    if op == 0x0F:
+        op2 = raw[i + 1]
+        if op2 in X86_0F_NO_MODRM or 0x18 <= op2 <= 0x1F or op2 in (0x38, 0x3A):
+            return False
+        return _x86_modrm_load(raw, i + 2, rex_b)
+    if op in (0xA0, 0xA1):
+        return True
+    if op not in X86_MODRM or op in (0x88, 0x89, 0x8D, 0xC6, 0xC7):
+        return False
+    return _x86_modrm_load(raw, i + 1, rex_b)
+
+
+ISA = Isa("x86", {EM_386: "EM_386", EM_X86_64: "EM_X86_64"}, _decoder, _classifier,
+          data_load=data_load)

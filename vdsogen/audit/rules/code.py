@@ -11,7 +11,6 @@ from vdsogen.elf.reader import ElfImage
 from vdsogen.isa import for_machine, s390
 from vdsogen.isa.arm64 import arm64_writes_x18
 from vdsogen.isa.base import CALL, CJUMP, COUNTER, CRETURN, JUMP, RETURN, SEQ, SYSCALL, ByteOrder
-from vdsogen.isa.x86 import X86_0F_NO_MODRM, X86_MODRM, X86_PREFIXES
 from vdsogen.audit.rules import Context, Findings, rule
 
 # (address, bytes, file offset) of a stretch of code.
@@ -308,132 +307,19 @@ def s390x_back_chain(ctx: Context) -> Findings:
 
 
 # ---------------------------------------------------------------------------
-# K008: the counter read before the clock mode test.  What a load is, per
-# ISA, as the hot-path classes do not say it: every form a vDSO reads its
-# data page with.  Neither a store (an entry's register save) nor a load
-# from the stack (an argument, a spill) is one: the data page is elsewhere.
-
-def _x86_modrm_load(raw: bytes, i: int, rex_b: bool) -> bool:
-    """The ModRM at raw[i] names memory, and not through the stack pointer."""
-    if i >= len(raw) or raw[i] >> 6 == 3:
-        return False
-    if raw[i] & 7 == 4 and i + 1 < len(raw):                 # SIB: base esp/rsp (r12 with REX.B)
-        return raw[i + 1] & 7 != 4 or rex_b
-    return True
-
-
-def _x86_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -> bool:
-    """A one-byte or 0F opcode with a memory ModRM operand that it reads (not
-    lea, not the stores mov/movb, not the hint nops), or a moffs load."""
-    i, rex_b = 0, False
-    while i < len(raw) and (raw[i] in X86_PREFIXES or (long_mode and 0x40 <= raw[i] <= 0x4F)):
-        rex_b = long_mode and 0x40 <= raw[i] <= 0x4F and bool(raw[i] & 1)
-        i += 1
-    if i + 1 >= len(raw):
-        return False
-    op = raw[i]
-    if op == 0x0F:
-        op2 = raw[i + 1]
-        if op2 in X86_0F_NO_MODRM or 0x18 <= op2 <= 0x1F or op2 in (0x38, 0x3A):
-            return False
-        return _x86_modrm_load(raw, i + 2, rex_b)
-    if op in (0xA0, 0xA1):
-        return True
-    if op not in X86_MODRM or op in (0x88, 0x89, 0x8D, 0xC6, 0xC7):
-        return False
-    return _x86_modrm_load(raw, i + 1, rex_b)
-
-
-def _arm_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -> bool:
-    """A32: ldr/ldrb (op 01x, L), ldrh/ldrsb/ldrsh/ldrd (the extra loads), ldm
-    (op 100, L).  Thumb: the 16-bit ldr forms and ldm; the 32-bit loads
-    (1111 100x with L) and ldm/ldrd/ldrex (1110 100x with L).  Base sp: none."""
-    if mode == "thumb":
-        hw = int.from_bytes(raw[:2], order)
-        if len(raw) == 4:
-            return hw & 0xFE00 in (0xF800, 0xE800) and bool(hw & 0x10) and hw & 0xF != 13
-        # ldr literal, ldr/ldrb/ldrh imm, ldm; ldr/ldrh/ldrb/ldrsb/ldrsh register (sp-relative and pop: none)
-        return hw >> 11 in (0b01001, 0b01101, 0b01111, 0b10001, 0b11001) or (hw >> 12 == 0b0101 and (hw >> 9) & 7 >= 3)
-    word = int.from_bytes(raw[:4], order)
-    if word >> 28 == 0xF or (word >> 16) & 0xF == 13:
-        return False
-    op = (word >> 25) & 7
-    if op in (2, 3):
-        return bool(word & (1 << 20)) and not (op == 3 and word & 0x10)
-    if op == 4:
-        return bool(word & (1 << 20))
-    if op == 0 and word & 0x90 == 0x90 and word & 0x60:
-        return bool(word & (1 << 20)) or (word >> 5) & 3 == 2           # ldrh/ldrsb/ldrsh, or ldrd
-    return False
-
-
-def _arm64_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -> bool:
-    """The load/store class with its L bit (22), base not sp; the literal loads."""
-    word = int.from_bytes(raw[:4], order)
-    if (word >> 25) & 5 != 4:
-        return False
-    if word & 0x3B000000 == 0x18000000:
-        return True
-    return bool(word & (1 << 22)) and (word >> 5) & 31 != 31
-
-
-def _riscv_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -> bool:
-    """lb..ld, flw/fld, lr/amo, base not sp; compressed c.lw, c.ld, c.fld."""
-    if len(raw) == 2:
-        hw = int.from_bytes(raw, "little")
-        return hw & 3 == 0 and (hw >> 13) in (1, 2, 3)
-    word = int.from_bytes(raw[:4], "little")
-    return word & 0x7F in (0x03, 0x07, 0x2F) and (word >> 15) & 31 != 2
-
-
-def _loongarch_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -> bool:
-    """ld.{b,h,w,d,bu,hu,wu}, fld.{s,d}, ldptr.{w,d}, ll.{w,d}, ldx.*, base not $sp."""
-    word = int.from_bytes(raw[:4], "little")
-    return ((word >> 5) & 31 != 3 and
-            ((word >> 22) in (0xA0, 0xA1, 0xA2, 0xA3, 0xA8, 0xA9, 0xAA, 0xAC, 0xAE)
-             or (word >> 24) in (0x20, 0x22, 0x24, 0x26)
-             or (word >> 15) in (0x7000, 0x7008, 0x7010, 0x7018, 0x7040, 0x7048, 0x7050)))
-
-
-_PPC_X_LOADS = {20, 21, 23, 53, 55, 84, 87, 119, 279, 311, 341, 343, 373, 375, 532, 534, 790}
-
-
-def _powerpc_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -> bool:
-    """The D-form loads (lwz..lhau, lmw, lfs..lfdu), ld/ldu/lwa, lq, and the X-form ones; base not r1."""
-    word = int.from_bytes(raw[:4], order)
-    op = word >> 26
-    if (word >> 16) & 31 == 1:
-        return False
-    if op in (32, 33, 34, 35, 40, 41, 42, 43, 46, 48, 49, 50, 51, 56, 58):
-        return True
-    return op == 31 and (word >> 1) & 0x3FF in _PPC_X_LOADS
-
-
-_MIPS_LOADS = {0x1A, 0x1B, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x30, 0x31, 0x34, 0x35, 0x37}
-
-
-def _mips_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -> bool:
-    """lb..lwu, ld, ldl/ldr, ll/lld, lwc1/ldc1; base neither $sp nor $ra (the
-    entries' reads of a word of their own code, after a bal)."""
-    word = int.from_bytes(raw[:4], order)
-    return word >> 26 in _MIPS_LOADS and (word >> 21) & 31 not in (29, 31)
-
-
-# ISA name -> load(raw, mode, code byte order, 64-bit x86).  The rule reads
-# the images of these ISAs; not s390's (its TOD read starts with a test of
-# its own, the time-namespace one).
-_LOADS = {"x86": _x86_load, "arm": _arm_load, "arm64": _arm64_load, "riscv": _riscv_load,
-          "loongarch": _loongarch_load, "powerpc": _powerpc_load, "mips": _mips_load}
+# K008: the counter read before the clock mode test.  What a load is is
+# each ISA module's data_load (vdsogen/isa); s390's has none (its TOD read
+# starts with a test of its own, the time-namespace one).
 _TIME_EXPORTS = ("clock_gettime", "gettimeofday")
 
 
 def counter_before_branch(img: ElfImage, entry: int) -> list[int]:
     """Addresses of counter reads that a flow from `entry` reaches after a load
     and with no conditional branch (nor a Thumb IT) since its first load; []
-    where the ISA is not one _LOADS knows.  Each flow ends at its first counter
+    where the ISA has no data_load (vdsogen/isa).  Each flow ends at its first counter
     read, a syscall or its return; calls are followed (hotpath's MAX_DEPTH)."""
     isa = for_machine(img.e_machine)
-    loads = _LOADS.get(isa.name) if isa is not None else None
+    loads = isa.data_load if isa is not None else None
     if isa is None or loads is None:
         return []
     dec, classify = isa.decoder(img), isa.classifier(img)
