@@ -72,13 +72,16 @@ class Regions:
 
 
 def walk(img: WalkedImage, regions: Regions | Iterable[Region],
-         entries: Iterable[tuple[int, str | None]]) -> Iterator[tuple[int, Insn, bytes]]:
+         entries: Iterable[tuple[int, str | None]],
+         decoded: dict[tuple[int, str | None], tuple[Insn, bytes]] | None = None
+         ) -> Iterator[tuple[int, Insn, bytes]]:
     """Follow the flow from entries; yield (address, Insn, raw bytes) of every
     instruction reached, each once.  Each instruction decoded is one unit of
     the image's work budget.
 
     regions: [(start address, bytes)] of executable code, or a Regions;
-    entries: [(address, mode)]."""
+    entries: [(address, mode)]; decoded: where to keep (address, mode) ->
+    (Insn, raw bytes), for a later walk of other flows through the same code."""
     decode = decoder_for(img)
     if decode is None:
         return
@@ -103,7 +106,10 @@ def walk(img: WalkedImage, regions: Regions | Iterable[Region],
             insn = decode(code, addr - start, addr, mode)
             if insn is None or insn.length <= 0:
                 break
-            yield addr, insn, bytes(code[addr - start:addr - start + insn.length])
+            raw = bytes(code[addr - start:addr - start + insn.length])
+            if decoded is not None:
+                decoded[addr, mode] = insn, raw
+            yield addr, insn, raw
             if insn.target is not None:
                 work.append((insn.target, insn.mode or mode))
             if insn.kind in (JUMP, STOP):

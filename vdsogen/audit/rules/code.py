@@ -105,7 +105,9 @@ def reached(ctx: Context) -> tuple[list[Region], list[tuple]]:
         img = ctx.image
         regions = code_regions(img)
         index = decode.Regions([(a, code) for a, code, _o in regions])
-        ctx.cache["code"] = (regions, list(decode.walk(img, index, entry_points(img, index))))
+        decoded: dict = {}
+        ctx.cache["decoded"] = decoded
+        ctx.cache["code"] = (regions, list(decode.walk(img, index, entry_points(img, index), decoded)))
     return ctx.cache["code"]
 
 
@@ -313,11 +315,12 @@ def s390x_back_chain(ctx: Context) -> Findings:
 _TIME_EXPORTS = ("clock_gettime", "gettimeofday")
 
 
-def counter_before_branch(img: ElfImage, entry: int) -> list[int]:
+def counter_before_branch(img: ElfImage, entry: int, memo: dict | None = None) -> list[int]:
     """Addresses of counter reads that a flow from `entry` reaches after a load
     and with no conditional branch (nor a Thumb IT) since its first load; []
     where the ISA has no data_load (vdsogen/isa).  Each flow ends at its first counter
-    read, a syscall or its return; calls are followed (hotpath's MAX_DEPTH)."""
+    read, a syscall or its return; calls are followed (hotpath's MAX_DEPTH).
+    `memo` keeps each instruction decoded (and charged) once across calls."""
     isa = for_machine(img.e_machine)
     loads = isa.data_load if isa is not None else None
     if isa is None or loads is None:
@@ -328,16 +331,19 @@ def counter_before_branch(img: ElfImage, entry: int) -> list[int]:
     long_mode = img.e_machine == EM_X86_64
     addr, mode = isa.entry(entry)
 
+    cache = {} if memo is None else memo
+
     def decoded(addr, mode):
         """(Insn, raw bytes) at addr, or None."""
-        region = regions.find(addr)
-        if region is None:
-            return None
-        img.charge()
-        insn = dec(region[1], addr - region[0], addr, mode)
-        if insn is None or insn.length <= 0:
-            return None
-        return insn, bytes(region[1][addr - region[0]:addr - region[0] + insn.length])
+        if (addr, mode) not in cache:
+            cache[addr, mode] = None
+            region = regions.find(addr)
+            if region is not None:
+                img.charge()
+                insn = dec(region[1], addr - region[0], addr, mode)
+                if insn is not None and insn.length > 0:
+                    cache[addr, mode] = insn, bytes(region[1][addr - region[0]:addr - region[0] + insn.length])
+        return cache[addr, mode]
 
     def raw_at(addr, mode):
         got = decoded(addr, mode)
@@ -432,8 +438,10 @@ def counter_before_mode(ctx: Context) -> Findings:
         if s.defined and s.type == STT_FUNC and any(s.name.endswith((n, n + "64")) for n in _TIME_EXPORTS):
             exports.setdefault(s.value, s.name)
     reads: dict[int, str] = {}               # counter read -> the first export that reaches it so
+    reached(ctx)
+    memo = dict(ctx.cache["decoded"])        # what the walk from the entry points decoded already
     for value, name in sorted(exports.items()):
-        for addr in counter_before_branch(img, value):
+        for addr in counter_before_branch(img, value, memo):
             reads.setdefault(addr, name)
     yield from capped(((_where(regions, img, addr), f"{name}: the counter read at 0x{addr:x} runs after a load "
                                                     f"with no test in between: not after the clock mode's")
