@@ -240,10 +240,12 @@ def build_broken(target, outdir, edits):
     return so
 
 
-def run_broken(target, harness, image):
-    """Run harness on image; returns (status, Outcome, output)."""
+def run_broken(target, harness, image, timeout=None):
+    """Run harness on image (within `timeout` seconds, else the driver's
+    default); returns (status, Outcome, output)."""
     out = io.StringIO()
-    status, outcome = run_harness(target, harness, image, Builder(target, stream=out), out)
+    limit = {} if timeout is None else {"timeout": timeout}
+    status, outcome = run_harness(target, harness, image, Builder(target, stream=out), out, **limit)
     return status, outcome, out.getvalue()
 
 
