@@ -15,6 +15,8 @@ import io
 import os
 import re
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -28,7 +30,7 @@ from vdsogen.harness import driver
 from vdsogen.harness.driver import build_harness, run_harness
 from vdsogen.spec.model import load_target
 
-from conftest import build_broken
+from conftest import ROOT, build_broken
 
 
 def wrong_number(catalogue, abi, syscall, number):
@@ -211,3 +213,41 @@ def test_timeout_default_is_in_the_help(capsys):
         cli.main(["test", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert f"(default {driver.RUN_TIMEOUT:g}; the build is not counted)" in out, out
+
+
+ORPHAN = """#!/bin/sh
+# A harness that hangs, and says who it is.
+echo $$ > "$0.pid"
+echo "ok first"
+exec sleep 1000
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_harness_dies_with_vdsogen(built, tmp_path, sig):
+    """vdsogen killed while a harness runs (by `timeout`, by a CI runner)
+    leaves no harness behind: a harness spinning under qemu would hold a
+    CPU until the machine stops."""
+    _target, image, _ = built("x86_64")
+    exe = tmp_path / "harness"
+    exe.write_text(ORPHAN)
+    exe.chmod(0o755)
+    script = ("import sys\n"
+              "from vdsogen.harness import driver\n"
+              "from vdsogen.spec.model import load_target\n"
+              "driver.run_harness(load_target('x86_64'), sys.argv[1], __import__('pathlib').Path(sys.argv[2]))\n")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(exe), str(image)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pidfile = Path(f"{exe}.pid")
+    end = time.monotonic() + 30
+    while not pidfile.is_file() or not pidfile.read_text().strip():
+        assert time.monotonic() < end and proc.poll() is None, "the harness never started"
+        time.sleep(0.05)
+    harness = int(pidfile.read_text())
+    proc.send_signal(sig)
+    proc.wait(timeout=10)
+    try:
+        assert gone(harness), f"harness {harness} outlived vdsogen ({signal.Signals(sig).name})"
+    finally:
+        if alive(harness):
+            os.kill(harness, signal.SIGKILL)

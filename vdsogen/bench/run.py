@@ -174,9 +174,10 @@ def hot_paths(target, image, live=None, references=()):
 
 def _run(argv, timeout):
     """The harness's output; past `timeout` its whole process group is killed."""
+    from vdsogen.harness.driver import die_with_parent
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", start_new_session=True)
+                                errors="replace", start_new_session=True, preexec_fn=die_with_parent)
     except OSError as e:
         raise HarnessError(f"{argv[0]}: cannot start: {e.strerror}") from None
     try:

@@ -22,6 +22,7 @@ harness that outlives its timeout, and turns the outcome into an exit
 status.
 """
 
+import ctypes
 import os
 import queue
 import re
@@ -287,6 +288,17 @@ class Outcome:
                 and self.summary_not_run == len(self.not_run))
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Run in a harness's child before exec: SIGKILL it when vdsogen dies,
+    however vdsogen dies (the harness runs in a process group of its own,
+    which a signal to vdsogen's does not reach)."""
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def _lines(pipe, out):
     """Put each line of pipe on the queue out, then None."""
     for line in pipe:
@@ -317,7 +329,7 @@ def run_harness(target, exe, image, builder=None, stream=None, timeout=RUN_TIMEO
     builder.log("TEST", image, argv)
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", start_new_session=True)
+                                errors="replace", start_new_session=True, preexec_fn=die_with_parent)
     except OSError as e:
         raise HarnessError(f"{argv[0]}: cannot start: {e.strerror}") from None
     lines: queue.Queue = queue.Queue()
