@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only
 /*
  * What the loader (loader.c) and the probe (probe.c) use beyond what
  * harness/freestanding/ provides the harness, for targets built

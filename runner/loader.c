@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only
 /*
  * loader: run a program under qemu-user with a vDSO image, as a kernel of
  * the target would.  qemu-user gives its guests no vDSO; this guest program

@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only
 /*
  * The probe (probe.c) built freestanding ([harness] libc = "freestanding":
  * no C library for the ABI, harness/freestanding/ instead).  A C library

@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only
 /*
  * vdsogen-probe: which vDSO does this process have, and does it answer the
  * clocks without entering the kernel?

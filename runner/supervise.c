@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only
 /*
  * supervise: run a program so that every process of it (and of whatever it
  * forks and execs) sees a given vDSO image in place of the kernel's.

@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only
 /*
  * The x86-64 vDSO image as vdsogen built it, described to the kernel's
  * mapping code (arch/x86/entry/vdso/vma.c) as vdso2c would have described
