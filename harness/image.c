@@ -39,7 +39,7 @@ int map_image(const char *path)
 	size_t data_len = (size_t)VDSO_DATA_PAGES * ps, text_len, total;
 	unsigned char *res, *start, *end;
 	struct stat st;
-	int fd;
+	int fd, unbuilt = 0;		/* an image not built for BTI: the driver says so */
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -108,13 +108,19 @@ int map_image(const char *path)
 	}
 #endif
 #if H_TEXT_BTI
+	unbuilt = getenv("VDSOGEN_HARNESS_UNGUARDED") != NULL;
 	/*
 	 * Guarded, as a kernel built with BTI maps it.  A CPU without BTI (or
 	 * qemu's -cpu without it: [toolchain] qemu_cpu) refuses PROT_BTI with
 	 * EINVAL; there the text is mapped unguarded, as such a kernel maps
 	 * it, and the bti check reads the landing pads instead of calling them.
+	 * An image not built for BTI (no landing pad, as a kernel without BTI
+	 * builds it) is mapped unguarded too: the driver says so
+	 * (VDSOGEN_HARNESS_UNGUARDED).
 	 */
-	if (mprotect(h_text, text_len, PROT_READ | PROT_EXEC | PROT_BTI) == 0)
+	if (unbuilt)
+		printf("# the image is not built for BTI: mapped unguarded, as a kernel without BTI maps it\n");
+	else if (mprotect(h_text, text_len, PROT_READ | PROT_EXEC | PROT_BTI) == 0)
 		h_text_guarded = 1;
 	else if (errno != EINVAL) {
 		report_fail("map", "image at %p: mprotect with PROT_BTI: %s", (void *)h_text, strerror(errno));
@@ -126,7 +132,7 @@ int map_image(const char *path)
 		return -1;
 	}
 	printf("# %s: %zu bytes at %p%s, %d data pages of %zu bytes at %p\n", path, h_image_size, (void *)h_text,
-	       h_text_guarded ? " (guarded: PROT_BTI)" : H_TEXT_BTI ? " (PROT_BTI refused: no BTI here)" : "",
+	       h_text_guarded ? " (guarded: PROT_BTI)" : H_TEXT_BTI && !unbuilt ? " (PROT_BTI refused: no BTI here)" : "",
 	       VDSO_DATA_PAGES, ps, (void *)h_data);
 	report_ok("map");
 	return 0;

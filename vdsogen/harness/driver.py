@@ -299,6 +299,19 @@ def die_with_parent() -> None:
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def _harness_env(target, image):
+    """The harness's environment: an image not built for BTI (a Linux image
+    of a kernel without BTI) is mapped unguarded, as such a kernel maps it,
+    whatever the spec builds ([harness] bti)."""
+    if not target.harness.bti:
+        return None
+    from vdsogen.audit.rules.notes import built_for_bti
+    from vdsogen.elf.reader import ElfImage
+    if built_for_bti(ElfImage(str(image))):
+        return None
+    return {**os.environ, "VDSOGEN_HARNESS_UNGUARDED": "1"}
+
+
 def _lines(pipe, out):
     """Put each line of pipe on the queue out, then None."""
     for line in pipe:
@@ -329,7 +342,8 @@ def run_harness(target, exe, image, builder=None, stream=None, timeout=RUN_TIMEO
     builder.log("TEST", image, argv)
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", start_new_session=True, preexec_fn=die_with_parent)
+                                errors="replace", start_new_session=True, preexec_fn=die_with_parent,
+                                env=_harness_env(target, image))
     except OSError as e:
         raise HarnessError(f"{argv[0]}: cannot start: {e.strerror}") from None
     lines: queue.Queue = queue.Queue()

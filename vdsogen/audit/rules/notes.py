@@ -1,5 +1,7 @@
 """Note rules: the notes are walked through PT_NOTE with 4-byte alignment."""
 
+from collections.abc import Iterable
+
 from vdsogen.elf.consts import (EM_AARCH64, NT_GNU_BUILD_ID, NT_GNU_PROPERTY_TYPE_0, NT_LINUX_BUILD_SALT,
                                 NT_LINUX_VERSION, PT_GNU_PROPERTY, PT_NOTE, STT_FUNC)
 from vdsogen.elf.reader import ElfImage, Unreadable
@@ -183,6 +185,27 @@ def aarch64_features(img: ElfImage) -> int:
     return bits
 
 
+def bti_entries(img: ElfImage, trampolines: Iterable[str] = ()) -> list:
+    """(symbol, first instruction word) of each exported function but the trampolines."""
+    skip = set(trampolines)
+    entries = []
+    for sym in exported(img):
+        if sym.type == STT_FUNC and sym.name not in skip:
+            try:
+                word = int.from_bytes(img.bytes_at(sym.value, 4), img.code_endian)
+            except Unreadable:
+                continue     # S-rules report an export outside the image
+            entries.append((sym, word))
+    return entries
+
+
+def built_for_bti(img: ElfImage) -> bool:
+    """The image is built for BTI: its property note says so, or an export
+    begins with a bti (Linux's images from kernels without BTI have neither)."""
+    return bool(aarch64_features(img) & GNU_PROPERTY_AARCH64_FEATURE_1_BTI
+                or any(word in BTI_PADS for _sym, word in bti_entries(img)))
+
+
 @rule("N007", "error", "arm64: an image built for BTI must begin every exported function with a landing pad",
       """A kernel built with BTI (CONFIG_ARM64_BTI_KERNEL, Linux 5.8 on) maps
       its vDSO with guarded pages (PROT_BTI), and a call through a pointer
@@ -200,15 +223,7 @@ def bti_landing_pads(ctx: Context) -> Findings:
     img = ctx.image
     if img.e_machine != EM_AARCH64 or ctx.before(BTI_SINCE):
         return
-    trampolines = {t[0] for t in ctx.expect.trampolines}
-    entries = []
-    for sym in exported(img):
-        if sym.type == STT_FUNC and sym.name not in trampolines:
-            try:
-                word = int.from_bytes(img.bytes_at(sym.value, 4), img.code_endian)
-            except Unreadable:
-                continue     # S-rules report an export outside the image
-            entries.append((sym, word))
+    entries = bti_entries(img, (t[0] for t in ctx.expect.trampolines))
     padded = [sym.name for sym, word in entries if word in BTI_PADS]
     if aarch64_features(img) & GNU_PROPERTY_AARCH64_FEATURE_1_BTI:
         why = "its GNU property note sets GNU_PROPERTY_AARCH64_FEATURE_1_BTI"
