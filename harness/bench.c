@@ -10,13 +10,26 @@
  * clock, clock_getres of a counter and a coarse clock, gettimeofday, time,
  * getcpu: the rows of functions.toml's [NAME.harness.bench], h_bench_rows[]
  * of harness_functions.c), timed in batches of calls through a function
- * pointer by up to three ways:
+ * pointer by up to five ways:
  *
  *   image    the image under test
  *   live     the running kernel's own vDSO (--live: the one mapped into
  *            this process, found through AT_SYSINFO_EHDR, resolved by the
  *            export's name)
  *   syscall  the raw syscall the export falls back to
+ *   image.caller, live.caller
+ *            the image and the kernel's vDSO again, called as an
+ *            application calls them: the answer lands in the caller's
+ *            stack frame and is read back after every call; the image's
+ *            data is not refreshed right before its batch, only at the
+ *            start of each round (and before the image way's batches)
+ *
+ * The first three ways are the "batch" method: the answer goes to a
+ * buffer placed where no field of the time page aliases it (B_OUT_OFFSET)
+ * and is never read, so a call is timed alone.  The "caller" ways weigh
+ * what the batch method leaves out on purpose: the store-to-load
+ * forwarding of the answer, a buffer wherever the stack puts it, and data
+ * refreshed a while before.  A claim of speed must hold under both.
  *
  * The floors are lines of their own, way "counter", each a function
  * called through a pointer too: "call:empty", a function that only
@@ -57,8 +70,10 @@
 #define B_MAX_LINES	(H_NBENCH_ROWS + 1 + 8)
 #define B_MAX_ROUNDS	1001
 
-enum { W_IMAGE, W_LIVE, W_SYSCALL, W_COUNTER, B_NWAYS };
-static const char *const b_way_names[B_NWAYS] = { "image", "live", "syscall", "counter" };
+enum { W_IMAGE, W_LIVE, W_SYSCALL, W_COUNTER, W_IMAGE_CALLER, W_LIVE_CALLER, B_NWAYS };
+static const char *const b_way_names[B_NWAYS] = {
+	"image", "live", "syscall", "counter", "image.caller", "live.caller",
+};
 
 typedef long (*gettime_fn)(clockid_t clk, void *ts);
 typedef long (*gettimeofday_fn)(void *tv, void *tz);
@@ -290,6 +305,44 @@ static __attribute__((noinline)) void b_run(const struct b_line *l, void *fn, lo
 	}
 }
 
+/*
+ * One batch of @n calls the way an application makes them: the answer in
+ * this frame, read back after each call (summed, so the reads stay).
+ */
+static __attribute__((noinline)) long b_run_caller(const struct b_line *l, void *fn, long n)
+{
+	union b_buf b;
+	unsigned int cpu;
+	long sum = 0;
+
+	switch (l->shape) {
+	case SH_GETTIME:
+	case SH_GETRES:
+		while (n-- > 0) {
+			((gettime_fn)fn)(l->clk, &b);
+			sum += b.ts.tv_nsec;
+		}
+		break;
+	case SH_GETTIMEOFDAY:
+		while (n-- > 0) {
+			((gettimeofday_fn)fn)(&b, NULL);
+			sum += b.tv.tv_usec;
+		}
+		break;
+	case SH_TIME:
+		while (n-- > 0)
+			sum += ((time_fn)fn)(&b.t);
+		break;
+	case SH_GETCPU:
+		while (n-- > 0) {
+			((getcpu_fn)fn)(&cpu, NULL, NULL);
+			sum += cpu;
+		}
+		break;
+	}
+	return sum;
+}
+
 static double now_ns(void)
 {
 	struct timespec t;
@@ -310,16 +363,28 @@ static void b_update(void)
 	tk_publish(page_time(), &b_tk);
 }
 
+/* A fresh copy of the image's time page: the kernel's, or the timekeeper's next update. */
+static void b_refresh(void)
+{
+	if (live_data)
+		copy_live_time();
+	else if (b_synthetic)
+		b_update();
+}
+
+static volatile long b_sink;	/* where the caller method's sums go */
+
 static double b_time(const struct b_line *l, int way, long n)
 {
 	double t0, t1;
 
-	if (way == W_IMAGE && live_data)
-		copy_live_time();
-	else if (way == W_IMAGE && b_synthetic)
-		b_update();
+	if (way == W_IMAGE)
+		b_refresh();
 	t0 = now_ns();
-	b_run(l, l->fn[way], n);
+	if (way == W_IMAGE_CALLER || way == W_LIVE_CALLER)
+		b_sink = b_run_caller(l, l->fn[way], n);
+	else
+		b_run(l, l->fn[way], n);
 	t1 = now_ns();
 	return (t1 - t0) / (double)n;
 }
@@ -355,6 +420,11 @@ static void add_export(const struct h_bench_row *r)
 	l->fn[W_IMAGE] = h_fn[r->impl];
 	l->fn[W_LIVE] = live_base && sym ? live_symbol(sym) : NULL;
 	l->fn[W_SYSCALL] = r->syscall;
+	/* The caller method compares the two vDSOs: only where both exist. */
+	if (l->fn[W_LIVE]) {
+		l->fn[W_IMAGE_CALLER] = l->fn[W_IMAGE];
+		l->fn[W_LIVE_CALLER] = l->fn[W_LIVE];
+	}
 }
 
 static void setup_lines(void)
@@ -524,6 +594,7 @@ int bench_main(int argc, char **argv)
 				b_lines[i].n[w] = b_batch_size(&b_lines[i], w, (double)batch_us * 1000);
 
 	for (r = 0; r < rounds; r++) {
+		b_refresh();	/* the caller ways' data, for the whole round */
 		for (i = 0; i < b_nlines; i++) {
 			struct b_line *l = &b_lines[i];
 

@@ -262,8 +262,9 @@ def measure_bench(work: Path) -> list:
                     continue
                 if ln["call"] not in calls:
                     calls.append(ln["call"])
+                caller = ln.get("caller_image_over_live", {}).get("median")
                 per_call.setdefault(ln["call"], []).append((ln["ways"]["image"]["median"],
-                                                            ln["image_over_live"]["median"]))
+                                                            ln["image_over_live"]["median"], caller))
         cols[label] = per_call
     rows = []
     for call in calls:
@@ -271,20 +272,24 @@ def measure_bench(work: Path) -> list:
         for label, _ in BENCH_TOOLCHAINS:
             got = cols[label].get(call)
             if not got:
-                row.append("-")
+                row += ["-", "-"]
                 continue
             ns = statistics.median(g[0] for g in got)
             ratios = [g[1] for g in got]
             row.append(f"{ns:.2f} {statistics.median(ratios):.3f} [{min(ratios):.3f}-{max(ratios):.3f}]")
+            caller = [g[2] for g in got if g[2] is not None]
+            row.append(f"{statistics.median(caller):.3f} [{min(caller):.3f}-{max(caller):.3f}]" if caller else "-")
         rows.append(row)
     floor = "; ".join(f"{label} {statistics.median(v):.2f} ns" for label, v in floors.items())
     return [
         f"``vdsogen bench --arch=x86_64``, {runs} run{'s' if runs != 1 else ''} of 31 rounds per toolchain.",
         "Each cell: the median ns per call through the image, the median ratio",
-        "to the running kernel's own vDSO, and that ratio's range over the runs.",
+        "to the running kernel's own vDSO, and that ratio's range over the runs;",
+        "\"caller\": the ratio again by the caller method (the answer in the",
+        "caller's frame, read back after every call; ``docs/design.rst``).",
         "Only an idle machine gives figures worth comparing.",
         "",
-        *rst_table(["call", *(label for label, _ in BENCH_TOOLCHAINS)], rows),
+        *rst_table(["call", *(f"{label}{way}" for label, _ in BENCH_TOOLCHAINS for way in ("", " caller"))], rows),
         "",
         f"The ordered counter read alone (the floor): {floor or 'not measured'}.",
     ]

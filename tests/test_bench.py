@@ -39,6 +39,8 @@ bench.live /tmp/x/live-vdso.so 8192 bytes
 bench clock_gettime:MONOTONIC image 20.0 21.0 19.0 20.5
 bench clock_gettime:MONOTONIC live 22.0 22.0 21.0 22.0
 bench clock_gettime:MONOTONIC syscall 240.0 250.0 245.0 246.0
+bench clock_gettime:MONOTONIC image.caller 20.0 20.0 20.0 20.0
+bench clock_gettime:MONOTONIC live.caller 25.0 25.0 20.0 25.0
 bench clock_gettime:MONOTONIC_COARSE image 2.7 2.7 2.7 2.7
 bench clock_gettime:MONOTONIC_COARSE live 3.0 3.0 3.0 3.0
 bench time image 2.2 2.2 2.2 2.2
@@ -62,7 +64,7 @@ def test_parse_reads_every_line_kind():
     mono = run.line("clock_gettime:MONOTONIC")
     assert mono.label == "clock_gettime(MONOTONIC)" and mono.reads_counter
     assert not run.line("clock_gettime:MONOTONIC_COARSE").reads_counter
-    assert sorted(mono.samples) == ["image", "live", "syscall"]
+    assert sorted(mono.samples) == ["image", "image.caller", "live", "live.caller", "syscall"]
     assert mono.samples["image"] == [20.0, 21.0, 19.0, 20.5]
 
 
@@ -75,6 +77,8 @@ def test_spread_and_paired_ratios():
     r = mono.ratio("image", "live")
     assert r.n == 4 and r.low == pytest.approx(19 / 21) and r.high == pytest.approx(21 / 22)
     assert mono.ratio("image", "counter") is None
+    # The caller method's ways pair the same way, apart from the batch method's.
+    assert mono.ratio("image.caller", "live.caller").median == pytest.approx(0.8)
 
 
 def test_table_has_every_column_and_ratio():
@@ -86,10 +90,10 @@ def test_table_has_every_column_and_ratio():
     lines = text.splitlines()
     assert lines[0] == "HEADER"
     head = next(ln for ln in lines if ln.startswith("call "))
-    for col in ("generated", "live kernel", "syscall", "gen/live", "gen/floor"):
+    for col in ("generated", "live kernel", "syscall", "gen/live", "caller gen/live", "gen/floor"):
         assert col in head, head
     mono = next(ln for ln in lines if ln.startswith("clock_gettime(MONOTONIC) "))
-    assert "20.25 [" in mono and "22.00 [" in mono
+    assert "20.25 [" in mono and "22.00 [" in mono and "0.800 [" in mono
     # gen/floor only where the answer comes from the counter.
     coarse = next(ln for ln in lines if ln.startswith("clock_gettime(MONOTONIC_COARSE)"))
     assert coarse.count("[") == 3
@@ -110,7 +114,8 @@ def test_json_document():
     assert doc["target"] == "x86_64" and doc["cpu"] == 1 and doc["data"] == "live"
     assert doc["floor"] == "counter:lfence;rdtsc"
     mono = next(d for d in doc["lines"] if d["line"] == "clock_gettime:MONOTONIC")
-    assert set(mono["ways"]) == {"image", "live", "syscall"}
+    assert set(mono["ways"]) == {"image", "live", "syscall", "image.caller", "live.caller"}
+    assert mono["caller_image_over_live"]["median"] == pytest.approx(0.8)
     assert mono["ways"]["image"]["samples"] == [20.0, 21.0, 19.0, 20.5]
     assert set(mono["ways"]["image"]) == {"median", "q1", "q3", "min", "max", "n", "samples"}
     assert "image_over_live" in mono and "image_over_floor" in mono and mono["agree"] == "ok"
@@ -451,6 +456,11 @@ def test_bench_native_json(built, tmp_path):
         assert f in names, f
     mono = next(d for d in doc["lines"] if d["line"] == "clock_gettime:MONOTONIC")
     assert {"image", "syscall"} <= set(mono["ways"]) and all(d["n"] == 2 for d in mono["ways"].values())
+    # This kernel has a vDSO: both methods time the image against it.
+    for d in doc["lines"]:
+        if "live" in d["ways"]:
+            assert {"image.caller", "live.caller"} <= set(d["ways"]) and "caller_image_over_live" in d, d["line"]
+    assert "caller_image_over_live" in mono
     assert [c["label"] for c in doc["hot_path"]["columns"]][0] == "generated"
     assert any(c["path"] == str(so) for c in doc["hot_path"]["columns"][1:])
 

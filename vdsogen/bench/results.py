@@ -11,7 +11,10 @@ The harness (harness/bench.c) prints, besides its "ok"/"#" lines:
 
 LINE is "function" or "function:CLASS" ("clock_gettime:MONOTONIC"), or
 "counter:READ" for an ordered counter read; WAY is image, live, syscall or
-counter.  Nothing here judges a figure: a benchmark is never a test.
+counter (the batch method: the answer stored where nothing aliases it and
+never read), or image.caller and live.caller (the caller method: the answer
+in the caller's frame, read back after every call).  Nothing here judges a
+figure: a benchmark is never a test.
 """
 
 import statistics
@@ -19,7 +22,7 @@ from dataclasses import dataclass, field
 
 from vdsogen.spec import functions
 
-WAYS = ("image", "live", "syscall", "counter")
+WAYS = ("image", "live", "syscall", "counter", "image.caller", "live.caller")
 
 
 @dataclass(frozen=True)
@@ -194,12 +197,17 @@ def table(header, run, hot):
     rows = [["call", *(t for _, t in cols)]]
     if has["live"]:
         rows[0].append("gen/live")
+    caller = any("image.caller" in ln.samples for ln in run.calls)
+    if caller:
+        rows[0].append("caller gen/live")
     if floor:
         rows[0].append("gen/floor")
     for ln in run.calls:
         r = [ln.label, *(_cell(ln.spread(w)) for w, _ in cols)]
         if has["live"]:
             r.append(_ratio_cell(ln.ratio("image", "live")))
+        if caller:
+            r.append(_ratio_cell(ln.ratio("image.caller", "live.caller")))
         if floor:
             r.append(_ratio_cell(_floor_ratio(ln, floor)) if ln.reads_counter else "")
         rows.append(r)
@@ -251,6 +259,9 @@ def document(meta, run, hot):
         r = ln.ratio("image", "live")
         if r:
             d["image_over_live"] = r.as_dict()
+        r = ln.ratio("image.caller", "live.caller")
+        if r:
+            d["caller_image_over_live"] = r.as_dict()
         if floor and ln.reads_counter and "image" in ln.samples:
             f = _floor_ratio(ln, floor)
             if f:

@@ -282,6 +282,9 @@ def _header(meta, run):
             f"  {where}; {data}",
             f"  pinned to CPU {run.cpu}; {meta['rounds']} rounds of interleaved batches of about "
             f"{meta['batch_us']} us; ns per call as median [first-third quartile]; ratios per round",
+            *(["  gen/live: the batch method (the answer stored out of the way, never read); caller gen/live: "
+               "the answer in the caller's frame, read back after every call"]
+              if any("image.caller" in ln.samples for ln in run.calls) else []),
             ""]
 
 
