@@ -1,7 +1,11 @@
-"""Writes that never leave a half-written file behind."""
+"""Writes that never leave a half-written file behind, and a lock per output directory."""
 
+import contextlib
+import fcntl
 import os
 import tempfile
+
+LOCK_NAME = ".vdsogen.lock"
 
 
 def write_atomic(path, data, mode=0o644):
@@ -23,3 +27,25 @@ def remove_quietly(path):
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+@contextlib.contextmanager
+def locked_dir(path):
+    """Hold the lock of output directory `path` (created if missing): a
+    second vdsogen writing there waits until the first is done.  The lock
+    file stays (an empty .vdsogen.lock); the kernel drops the lock when its
+    holder exits, however it exits."""
+    os.makedirs(path, exist_ok=True)
+    fd = os.open(os.path.join(path, LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def temp_name(path):
+    """A name beside `path` no other process uses: .NAME.PID.tmp."""
+    path = os.fspath(path)
+    head, tail = os.path.split(path)
+    return os.path.join(head, f".{tail}.{os.getpid()}.tmp")

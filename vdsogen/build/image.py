@@ -2,7 +2,10 @@
 
 Nothing is published unless everything succeeded: the image is linked to a
 temporary name, validated, and only then are vdso.so, vdso.so.dbg and the
-embedding outputs put in place; a failed build leaves none of them behind.
+embedding outputs put in place; a failed build leaves none of them behind
+(as make's .DELETE_ON_ERROR would).  Builds into one directory take turns
+(fsutil.locked_dir), so one never reads or removes another's files while
+that other is still at work, and their temporaries have names of their own.
 An output whose bytes did not change is not rewritten, so its mtime stays,
 and `build_images` (the `vdsogen build` command) skips a target whose
 inputs did not change at all (vdsogen/build/depfile.py).
@@ -15,17 +18,19 @@ from vdsogen.build import depfile
 from vdsogen.build.emit import DEFAULT_NAME, check_kinds, output_names
 from vdsogen.build.toolchain import Builder
 from vdsogen.errors import BuildError
-from vdsogen.fsutil import remove_quietly, write_atomic
+from vdsogen.fsutil import locked_dir, remove_quietly, temp_name, write_atomic
 
 
-def build_target(target, outdir, builder=None, validate=None, files=None, emit=(), emit_name=DEFAULT_NAME):
+def build_target(target, outdir, builder=None, validate=None, files=None, emit=(), emit_name=DEFAULT_NAME,
+                 lock=True):
     """Build `target` into outdir; returns (vdso.so, vdso.so.dbg).
 
     `files` are the rendered sources (rendered here when None: a template
     error then stops the build before anything is written).
     `validate(target, so, dbg)` returns a list of error strings; any error
     fails the build.  `emit` names embedding outputs (vdsogen/build/emit.py)
-    written beside the image.
+    written beside the image.  With `lock` (the default) the build holds
+    outdir's lock; a caller that holds it already passes lock=False.
     """
     from vdsogen.gen.render import sources
 
@@ -34,7 +39,10 @@ def build_target(target, outdir, builder=None, validate=None, files=None, emit=(
     check_kinds(emit, emit_name)
     files = sources(target) if files is None else files
     try:
-        return _build(target, outdir, builder, validate, files, emit, emit_name)
+        if not lock:
+            return _build(target, outdir, builder, validate, files, emit, emit_name)
+        with locked_dir(outdir):
+            return _build(target, outdir, builder, validate, files, emit, emit_name)
     except OSError as e:
         raise BuildError(f"{e.filename or outdir}: {e.strerror}") from None
 
@@ -64,7 +72,7 @@ def _build(target, outdir, builder, validate, files, emit, emit_name):
         paths.append(srcdir / name)
     objdir.mkdir(parents=True, exist_ok=True)
 
-    tmp_dbg, tmp_so = outdir / ".vdso.so.dbg.tmp", outdir / ".vdso.so.tmp"
+    tmp_dbg, tmp_so = Path(temp_name(final_dbg)), Path(temp_name(final_so))
     try:
         objs = []
         for src in paths:
@@ -127,10 +135,16 @@ def build_images(names, out, specs=None, emit=(), emit_name=DEFAULT_NAME, kconfi
             targets = [t.test_build() for t in targets]
         rendered = [(t, sources(t)) for t in targets]
         for t, files in rendered:
-            depfile.forget(outdirs[t.name])
-            build_target(t, outdirs[t.name], builder=Builder(t, env), validate=validate, files=files,
-                         emit=emit, emit_name=emit_name)
-            states[t.name] = depfile.record(outdirs[t.name], requests[t.name], t)
+            outdir = outdirs[t.name]
+            with locked_dir(outdir):
+                # Another build may have made these very outputs while this one waited.
+                states[t.name] = depfile.current(outdir, requests[t.name])
+                if states[t.name] is not None:
+                    continue
+                depfile.forget(outdir)
+                build_target(t, outdir, builder=Builder(t, env), validate=validate, files=files,
+                             emit=emit, emit_name=emit_name, lock=False)
+                states[t.name] = depfile.record(outdir, requests[t.name], t)
     if depfile_path is not None:
         shown = [os.path.normpath(os.path.join(out, n) if len(names) > 1 else out) for n in names]
         targets = [os.path.join(d, o) for d, n in zip(shown, names) for o in requests[n].outputs()]
