@@ -139,3 +139,38 @@ def test_a_trampoline_names_its_syscall_in_the_catalogue(catalogue_copy):
         abi.catalogue()
     assert "syscall: 'rt_sigretrun' is not one of restart_syscall, rt_sigreturn, sigreturn " \
            "(did you mean 'rt_sigreturn'?)" in str(e.value)
+
+
+@pytest.mark.parametrize("which", ["spec", "layout"])
+def test_a_file_that_is_not_utf8_is_named_with_the_offset(tmp_path, which, capsys):
+    """TOML is UTF-8: a Latin-1 byte in a spec or a layout is one line naming
+    the file and the offset, exit 2, not a UnicodeDecodeError traceback."""
+    (tmp_path / "layouts").mkdir()
+    (tmp_path / "x86_64.toml").write_text(spec_text("x86_64"))
+    layout = ROOT / "specs" / "layouts" / "linux-6.17-x86.toml"
+    (tmp_path / "layouts" / layout.name).write_bytes(layout.read_bytes())
+    bad = tmp_path / "x86_64.toml" if which == "spec" else tmp_path / "layouts" / layout.name
+    good = bad.read_bytes()
+    bad.write_bytes(good + b"# caf\xe9\n")
+    rc = cli.main(["build", "--arch=x86_64", f"--specs={tmp_path}", f"--out={tmp_path / 'out'}"])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{bad}: not UTF-8: byte 0xe9 at offset {len(good) + 5}" in err, err
+    assert not (tmp_path / "out" / "vdso.so").exists()
+
+
+def test_a_page_without_the_struct_a_fragment_reads_names_the_layout(tmp_path, capsys):
+    """powerpc's harness fills the arch page through its struct: a layout
+    whose arch page names none is an error naming the layout and the page,
+    not "struct None" in a C compiler's messages."""
+    from vdsogen.harness.driver import harness_sources
+
+    (tmp_path / "layouts").mkdir()
+    (tmp_path / "ppc64le.toml").write_text(spec_text("ppc64le"))
+    layout = ROOT / "specs" / "layouts" / "linux-6.17-powerpc64.toml"
+    text = layout.read_text()
+    assert 'role = "arch"\nstruct = "vdso_arch_data"\n' in text
+    (tmp_path / "layouts" / layout.name).write_text(text.replace('struct = "vdso_arch_data"\n', "", 1))
+    with pytest.raises(SpecError) as e:
+        harness_sources(load_target("ppc64le", tmp_path))
+    assert str(e.value) == (f"{tmp_path / 'layouts' / layout.name}: page (role 'arch'): has no 'struct', "
+                            "which ppc64le's fragments use")

@@ -66,6 +66,39 @@ def environment(target) -> jinja2.Environment:
     return env
 
 
+class _TemplatePage:
+    """A layout page as templates see it: its struct or symbol, when the
+    layout gives none, is an error naming the layout file and the page."""
+
+    def __init__(self, page, layout, target):
+        self._page, self._layout, self._target = page, layout, target
+
+    def __getattr__(self, name):
+        value = getattr(self._page, name)
+        if value is None and name in ("struct", "symbol"):
+            raise SpecError(self._layout.path, f"page (role {self._page.role!r})",
+                            f"has no {name!r}, which {self._target.name}'s fragments use")
+        return value
+
+
+class _TemplateLayout:
+    """The layout as templates see it: page(role) of a page the layout lacks
+    is an error naming the layout file, not a None that renders as C."""
+
+    def __init__(self, layout, target):
+        self._layout, self._target = layout, target
+
+    def __getattr__(self, name):
+        return getattr(self._layout, name)
+
+    def page(self, role):
+        page = self._layout.page(role)
+        if page is None:
+            raise SpecError(self._layout.path, "page", f"no page has role {role!r}, which "
+                                                       f"{self._target.name}'s fragments use")
+        return _TemplatePage(page, self._layout, self._target)
+
+
 def context(target) -> dict:
     """What every template sees: the target, its data pages and layout, the
     counter fragment's parameters (checked by the model against
@@ -74,7 +107,7 @@ def context(target) -> dict:
     return {
         "target": target,
         "dp": dp,
-        "layout": dp.layout,
+        "layout": _TemplateLayout(dp.layout, target),
         "params": target.counter.params,
         "declared": tuple(functions.catalogue().values()),
     }

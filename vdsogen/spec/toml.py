@@ -34,6 +34,10 @@ def load_toml(path: str | os.PathLike) -> dict:
         raise SpecError(path, None, f"cannot read: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise SpecError(path, None, f"invalid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        # TOML is UTF-8; tomllib decodes the whole file first, so the offset is the file's.
+        raise SpecError(path, None, f"not UTF-8: byte 0x{e.object[e.start]:02x} at offset {e.start} "
+                                    f"(TOML files are UTF-8)") from None
 
 
 def did_you_mean(word: object, known: Iterable[object]) -> str:
