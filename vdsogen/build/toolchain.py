@@ -137,8 +137,15 @@ class Builder:
         if workdir is not None:
             workdir = os.path.realpath(workdir)
             src, obj = (Path(os.path.realpath(src)), Path(os.path.realpath(obj)))
+        src_arg = str(src)
+        if workdir is not None:
             remap = (f"-ffile-prefix-map={workdir}=.", f"-fdebug-prefix-map={workdir}=.")
-        argv = [*self.tools.cc, *self.cflags(), *remap, "-I", str(src.parent), "-c", str(src), "-o", str(obj)]
+            if tag == "AS" and self.tools.kind == "llvm" and src.is_relative_to(workdir):
+                # clang before 15 does not remap an assembler source's own name or its
+                # compilation directory: give both relative, as the remap would write them.
+                remap += ("-fdebug-compilation-dir=.",)
+                src_arg = "./" + str(src.relative_to(workdir))
+        argv = [*self.tools.cc, *self.cflags(), *remap, "-I", str(src.parent), "-c", src_arg, "-o", str(obj)]
         self.run(tag, obj, argv, cwd=workdir)
         fmt = self.target.toolchain.object_format
         if fmt:
