@@ -44,6 +44,8 @@ class ElfIdentity:
     # e_flags are set to `flags` after the link, whatever the linker wrote
     # (arm: Linux's vdsomunge clears the float-ABI bits)
     rewrite_flags: bool = False
+    # a PT_GNU_STACK header (RW: the stack is not executable), as Linux 7.2's x86 images have
+    gnu_stack: bool = False
 
     @property
     def linux_version_code(self) -> int:
@@ -417,10 +419,11 @@ def _identity(top, abi):
     text_fill = et.int("text_fill", None, lo=0, hi=0xFFFFFFFF)
     eh_frame = et.bool("eh_frame")
     rewrite_flags = et.bool("rewrite_flags", False)
+    gnu_stack = et.bool("gnu_stack", False)
     et.done()
     machine_name = MACHINE_NAMES.get(abi.machine, f"EM_{abi.machine}")
     return ElfIdentity(abi.elf_class, endian, abi.machine, machine_name, flags,
-                       tuple(int(p) for p in parts), text_fill, eh_frame, rewrite_flags), soname
+                       tuple(int(p) for p in parts), text_fill, eh_frame, rewrite_flags, gnu_stack), soname
 
 
 def _from_kconfig(table, key, fixed, **bounds):
