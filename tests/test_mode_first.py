@@ -37,7 +37,7 @@ TRAPS = [f"mode_none.trap.{c}" for c in ("REALTIME", "MONOTONIC", "MONOTONIC_RAW
 NATIVE_X86 = ("i386", "x32", "x86_64")
 
 
-# The targets whose code K008 reads: those whose ISA module knows its data loads (all but s390).
+# The targets whose code K008 reads: those whose ISA module knows its data loads (all of them).
 READ_BY_K008 = [n for n in TARGETS if for_machine(load_target(n).elf.machine).data_load is not None]
 
 
