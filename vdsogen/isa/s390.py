@@ -12,10 +12,17 @@ ELF: 64-bit s390 consumers read DT_HASH in 8-byte words.
 Frames (audit rule K007): the instructions that allocate a stack frame and
 store, clear or feed its back chain, the word at 0(%r15) that the kernel's
 user stack walker follows.
+
+Data loads (audit rule K008): the instructions that read memory other than
+the stack (neither based nor indexed on %r15), as the clock functions read
+the data page: the loads (l, lg, ly, llgf, lt, lrl...), the compares and
+arithmetic a compiler folds a load into (c, chsi, sg, n...) and the
+storage-to-storage ones (mvc, clc...).  The decoder sees each as one
+sequential instruction (SEQ) of 4 or 6 bytes.
 """
 
-from vdsogen.isa.base import CALL, CJUMP, COUNTER, CRETURN, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, Classify, \
-    Code, Decode, Image, Insn, Isa, sext
+from vdsogen.isa.base import CALL, CJUMP, COUNTER, CRETURN, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, ByteOrder, \
+    Classify, Code, Decode, Image, Insn, Isa, sext
 
 EM_S390 = 22
 
@@ -109,6 +116,72 @@ def s390_class(raw: bytes) -> str:
     return OTHER
 
 
+# K008: the instructions that read memory, as a vDSO reads its data page:
+# the loads, the compares and arithmetic that take a memory operand (a
+# compiler folds a load into them: `chsi 20(%r4),1` tests a clock mode),
+# and the storage-to-storage copies and compares.  By format, and where in
+# it the opcode is:
+#   RX   op(8) r1(4) x2(4) b2(4) d2(12)                    first byte
+_RX_READS = frozenset({
+    0x43, 0x48, 0x49, 0x4A, 0x4B, 0x4C,     # ic lh ch ah sh mh
+    0x54, 0x55, 0x56, 0x57, 0x58, 0x59,     # n cl o x l c
+    0x5A, 0x5B, 0x5C, 0x5D, 0x5E, 0x5F,     # a s m d al sl
+    0x71,                                   # ms
+})
+#   RXY  0xE3 r1(4) x2(4) b2(4) dl2(12) dh2(8) op(8)         last byte
+_RXY_READS = frozenset({
+    0x02, 0x04, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0F,   # ltg lg ag sg alg slg msg dsg lrvg
+    0x12, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B,   # lt lgf lgh llgf llgt agf sgf algf slgf
+    0x1C, 0x1D, 0x1E, 0x1F, 0x20, 0x21,                     # msgf dsgf lrv lrvh cg clg
+    0x30, 0x31, 0x32, 0x34,                                 # cgf clgf ltgf cgh
+    0x51, 0x54, 0x55, 0x56, 0x57, 0x58, 0x59, 0x5A, 0x5B,   # msy ny cly oy xy ly cy ay sy
+    0x5C, 0x5E, 0x5F,                                       # mfy aly sly
+    0x73, 0x76, 0x77, 0x78, 0x79, 0x7A, 0x7B, 0x7C,         # icy lb lgb lhy chy ahy shy mhy
+    0x80, 0x81, 0x82, 0x86, 0x87, 0x88, 0x89, 0x8F,         # ng og xg mlg dlg alcg slbg lpq
+    0x90, 0x91, 0x94, 0x95, 0x96, 0x97, 0x98, 0x99,         # llgc llgh llc llh ml dl alc slb
+})
+#   RS   op(8) r1(4) r3/m3(4) b2(4) d2(12),
+#   SI   op(8) i2(8) b1(4) d1(12)                           first byte
+_RS_SI_READS = frozenset({0x98, 0xBF, 0x91, 0x95})          # lm icm; tm cli
+#   RSY  0xEB r1(4) r3/m3(4) b2(4) dl2(12) dh2(8) op(8),
+#   SIY  0xEB i2(8) b1(4) dl1(12) dh1(8) op(8)               last byte
+_EB_READS = frozenset({
+    0x04, 0x51, 0x55, 0x80, 0x81, 0x98,     # lmg tmy cliy icmh icmy lmy
+    0xE2, 0xF2,                             # locg loc
+})
+#   SIL  0xE5 op(8) b1(4) d1(12) i2(16)                      second byte
+_SIL_READS = frozenset({0x54, 0x55, 0x58, 0x59, 0x5C, 0x5D})   # chhsi clhhsi cghsi clghsi chsi clfhsi
+#   RIL  0xC4/0xC6 r1(4) op(4) ri2(32), relative long: no base, never the stack
+_RIL_READS = {
+    0xC4: frozenset({0x2, 0x4, 0x5, 0x6, 0x8, 0xC, 0xD, 0xE}),   # llhrl lghrl lhrl llghrl lgrl lgfrl lrl llgfrl
+    0xC6: frozenset({0x4, 0x5, 0x6, 0x7, 0x8, 0xA, 0xC, 0xD, 0xE, 0xF}),   # cghrl chrl clghrl clhrl cgrl
+}                                                                          # clgrl cgfrl crl clgfrl clrl
+#   SS   op(8) l(8) b1(4) d1(12) b2(4) d2(12)              first byte: the operands it reads
+_SS_READS = {0xD2: (2,), 0xD4: (1, 2), 0xD5: (1, 2), 0xD6: (1, 2), 0xD7: (1, 2)}   # mvc nc clc oc xc
+SP = 15     # %r15, the stack pointer
+
+
+def data_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -> bool:
+    """An instruction of the tables above that reads an address neither
+    based nor indexed on %r15 (a relative-long one never is)."""
+    op = raw[0]
+    if len(raw) == 6 and op in _RIL_READS:
+        return raw[1] & 15 in _RIL_READS[op]
+    if len(raw) == 4 and op in _RX_READS:
+        return raw[2] >> 4 != SP and raw[1] & 15 != SP
+    if len(raw) == 6 and op == 0xE3 and raw[5] in _RXY_READS:
+        return raw[2] >> 4 != SP and raw[1] & 15 != SP
+    if len(raw) == 4 and op in _RS_SI_READS:
+        return raw[2] >> 4 != SP
+    if len(raw) == 6 and op == 0xEB and raw[5] in _EB_READS:
+        return raw[2] >> 4 != SP
+    if len(raw) == 6 and op == 0xE5 and raw[1] in _SIL_READS:
+        return raw[2] >> 4 != SP
+    if len(raw) == 6 and op in _SS_READS:
+        return any(raw[2 * n] >> 4 != SP for n in _SS_READS[op])
+    return False
+
+
 def _decode(code: Code, i: int, addr: int, mode: str | None) -> Insn | None:
     return s390_insn(code, i, addr) if i < len(code) else None
 
@@ -126,4 +199,4 @@ def hash_word(elf_class: int) -> int:
     return 8 if elf_class == 64 else 4
 
 
-ISA = Isa("s390", {EM_S390: "EM_S390"}, _decoder, _classifier, hash_word=hash_word)
+ISA = Isa("s390", {EM_S390: "EM_S390"}, _decoder, _classifier, hash_word=hash_word, data_load=data_load)

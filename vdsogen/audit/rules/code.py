@@ -310,8 +310,7 @@ def s390x_back_chain(ctx: Context) -> Findings:
 
 # ---------------------------------------------------------------------------
 # K008: the counter read before the clock mode test.  What a load is is
-# each ISA module's data_load (vdsogen/isa); s390's has none (its TOD read
-# starts with a test of its own, the time-namespace one).
+# each ISA module's data_load (vdsogen/isa).
 _TIME_EXPORTS = ("clock_gettime", "gettimeofday")
 
 
@@ -426,10 +425,10 @@ def counter_before_branch(img: ElfImage, entry: int, memo: dict | None = None) -
       read after a load (not from the stack) with no conditional branch in
       between has not tested the clock mode, which it must load first (a
       flow that branches after its first load is given the benefit of the
-      doubt).  x86, ARM, arm64, RISC-V, LoongArch, powerpc and MIPS; not
-      s390, whose TOD read starts with a test of its own.  A warning, as the
-      image works until a process disables its counter; vdsogen's own
-      images must test the mode first (an error in check).""", check="error")
+      doubt).  x86, ARM, arm64, RISC-V, LoongArch, powerpc, MIPS and
+      s390.  A warning, as the image works until a process disables its
+      counter; vdsogen's own images must test the mode first (an error in
+      check).""", check="error")
 def counter_before_mode(ctx: Context) -> Findings:
     img = ctx.image
     regions = code_regions(img)
