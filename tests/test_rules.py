@@ -87,7 +87,10 @@ MUTATIONS = {
     "P004": (lambda m: m.set_phdr(m.phdr(PT_LOAD), memsz=m.phdr(PT_LOAD).memsz + 0x1000), {"P004"}),
     "P006": (lambda m: m.set_phdr(m.phdr(PT_GNU_EH_FRAME), type=PT_INTERP), {"P006"}),
     "P007": (lambda m: m.set_phdr(m.phdr(PT_NOTE), flags=PF_R | PF_W), {"P007"}),
-    "P008": (lambda m: m.set_phdr(m.phdr(PT_NOTE), type=PT_NULL), {"P008", "N001", "N002"}),
+    # Without PT_NOTE no note is found: the version, build-id and data-pages notes are all missing.
+    "P008": (lambda m: m.set_phdr(m.phdr(PT_NOTE), type=PT_NULL), {"P008", "N001", "N002", "N008"}),
+    # The data-pages note names another layout than the spec's.
+    "N008": (lambda m: m.replace_bytes(b"linux-6.17-x86 ", b"linux-6.17-x87 "), {"N008"}),
     # The BASE verdef shares the soname string, and its vd_hash no longer matches.
     "D001": (lambda m: m.replace_bytes(b"linux-vdso.so.1\0", b"linux-vdsx.so.1\0"), {"D001", "V003"}),
     "D002": (lambda m: m.retag("SYMENT", DT["SYMBOLIC"]), {"D002"}),

@@ -14,6 +14,7 @@ from vdsogen.errors import ImageError
 from vdsogen.spec import abi
 
 if TYPE_CHECKING:
+    from vdsogen.spec.layout import Layout
     from vdsogen.spec.model import Target
 
 
@@ -28,7 +29,28 @@ def expect_from_target(target: Target) -> rules.Expect:
         counter_words=None if target.test_counter else target.counter.words,
         page_size=target.datapage.page_size, data_pages=target.datapage.pages,
         flags=(abi.FlagRule(0xFFFFFFFF, (target.elf.flags,), f"0x{target.elf.flags:x} as the spec says"),),
-        abi_info=target.abi, generated=True)
+        abi_info=target.abi, generated=True,
+        layout_note=target.datapage.note, layout_not_own=layout_not_own(target.datapage.layout))
+
+
+def layout_not_own(layout: Layout) -> str | None:
+    """Why `layout` is not vdsogen's own layout of its name, or None: it is
+    that layout, lays out the same data, or has a name of its own."""
+    from vdsogen.errors import SpecError
+    from vdsogen.spec.layout import layout_path, load_layout
+
+    if not layout_path(layout.name).is_file():
+        return None
+    try:
+        own = load_layout(layout.name)
+    except SpecError:
+        return None
+    if own.digest() == layout.digest():
+        return None
+    mine, theirs = layout.shape(), own.shape()
+    first = next((a for a, b in zip(mine, theirs) if a != b), None) or (mine + theirs)[min(len(mine), len(theirs))]
+    return (f"layout {layout.name} ({layout.path}) is not vdsogen's {layout.name} ({own.path}): it has "
+            f"'{first}'; a layout of your own needs a name of its own")
 
 
 def check_report(target: Target, path: str | os.PathLike, profile: str = "linux") -> Report:

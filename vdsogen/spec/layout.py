@@ -6,6 +6,7 @@ core reaches the data it needs.  Offsets are computed here with C's natural
 alignment; the generated header re-checks each one with _Static_assert.
 """
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +104,24 @@ class Layout:
     @property
     def has_timens(self) -> bool:
         return self.page("timens") is not None
+
+    def shape(self) -> list[str]:
+        """What code and harness take from the layout, one line per fact:
+        every struct's size and members (type, count, offset), every page
+        (index, role, struct, symbol), every access path.  Comments and
+        the description are not part of it."""
+        out = []
+        for st in self.structs:
+            out.append(f"struct {st.name} size {st.size} align {st.align}")
+            out += [f"struct {st.name} member {f.name} {f.type}[{f.count}] at {f.offset}" for f in st.fields]
+        out += [f"page {p.index} {p.role} {p.struct} {p.symbol}" for p in self.pages]
+        out += [f"access {k} {v}" for k, v in sorted(self.access.items())]
+        return out
+
+    def digest(self) -> str:
+        """16 hex digits of a SHA-256 over shape(): equal for layouts that
+        lay out the same data, whatever their file says besides."""
+        return hashlib.sha256("\n".join(self.shape()).encode()).hexdigest()[:16]
 
     def field_offset(self, struct_name: str, path: str) -> int:
         """Byte offset of a dotted member path such as 'clock_data[1].basetime[4].sec'."""

@@ -18,7 +18,7 @@ from vdsogen.errors import SpecError
 from vdsogen.spec import abi as catalogue
 from vdsogen.spec import contract as contracts
 from vdsogen.spec import functions
-from vdsogen.spec.layout import load_layout, layout_path
+from vdsogen.spec.layout import Layout, load_layout, layout_path
 from vdsogen.spec.kconfig import load_kconfig
 from vdsogen.elf.consts import EM_AARCH64, MACHINE_NAMES
 from vdsogen.spec.toml import C_IDENT, Problems, Table, did_you_mean, load_toml
@@ -134,11 +134,17 @@ class Syscalls:
 
 @dataclass(frozen=True)
 class DataPages:
-    layout: object         # vdsogen.spec.layout.Layout
+    layout: Layout
     page_size: int
     pages: int
     tick_nsec: int         # resolution of the coarse clocks (TICK_NSEC)
     coarse_in_mode_none: str   # "page" (Linux) or "syscall"
+
+    @property
+    def note(self) -> str:
+        """What the image's layout note says (templates/note.S.j2): the
+        layout's name and digest, the page size and count."""
+        return f"{self.layout.name} {self.layout.digest()} {self.page_size}x{self.pages}"
 
 
 @dataclass(frozen=True)

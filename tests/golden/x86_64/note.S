@@ -12,4 +12,19 @@
 3:	.long	0x61100
 4:	.balign	4
 
+/*
+ * The data pages it was built for: name "vdsogen", type 2, the layout's
+ * name and digest (vdsogen/spec/layout.py: Layout.digest), the page size
+ * and count.  `vdsogen check` holds the image to it (N008), and
+ * `vdsogen run --image` to the running kernel's pages.
+ */
+	.balign	4
+	.long	2f - 1f			/* namesz */
+	.long	4f - 3f			/* descsz */
+	.long	2			/* type: data pages */
+1:	.asciz	"vdsogen"
+2:	.balign	4
+3:	.asciz	"linux-6.17-x86 cbdc5c5cd3b73b35 4096x6"
+4:	.balign	4
+
 	.section .note.GNU-stack, "", %progbits

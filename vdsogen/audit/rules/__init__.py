@@ -109,6 +109,8 @@ class Expect:
     abi_info: Abi | None = None        # core entry points, consumers' lookups
     abi_problem: str | None = None     # why no catalogue ABI fits the image
     generated: bool = False            # a vdsogen-built image checked against its spec
+    layout_note: str | None = None     # what its data-pages note must say (DataPages.note)
+    layout_not_own: str | None = None  # why the spec's layout is not vdsogen's of that name
 
 
 @dataclass

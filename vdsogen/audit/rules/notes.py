@@ -140,6 +140,33 @@ def test_build(img: ElfImage) -> str | None:
     return None
 
 
+LAYOUT_NOTE = ("vdsogen", 2)
+
+
+@rule("N008", "error",
+      "a vdsogen image must name the data pages it was built for, and they must be its spec's (check only)",
+      """Every image vdsogen builds carries a note ("vdsogen", type 2): the
+      layout's name, a digest of what the code reads from it (every struct
+      member's offset, the pages, the access paths; Layout.digest), the page
+      size and count.  `check` holds the image to its spec: an image built
+      for other pages reads the wrong fields of the right kernel.  A layout
+      that takes the name of one of vdsogen's own (Linux's, as vdsogen ships
+      them) must also lay out the same data: two fields swapped in a copy
+      would build an image that passes its own harness, which plays the
+      kernel by the same mistaken layout, and is wrong on every real
+      kernel.""", needs=("layout_note",))
+def layout_note(ctx: Context) -> Findings:
+    said = [bytes(n.desc).rstrip(b"\0").decode("ascii", "replace") for n in ctx.image.notes
+            if (n.name, n.type) == LAYOUT_NOTE]
+    want = ctx.expect.layout_note
+    if not said:
+        yield "PT_NOTE", f"no data-pages note (\"vdsogen\", type 2); the spec's pages are {want!r}"
+    elif said != [want]:
+        yield "PT_NOTE", f"built for the data pages {' and '.join(repr(x) for x in said)}; the spec's are {want!r}"
+    if ctx.expect.layout_not_own:
+        yield "PT_NOTE", ctx.expect.layout_not_own
+
+
 @rule("N006", "info", "a vdsogen test build: part of its code is replaced for the test harness",
       """`vdsogen build --test-counter` (and `vdsogen test`, for a spec with
       [harness] injected_counter) builds an image whose counter read loads a

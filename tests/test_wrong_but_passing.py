@@ -1,0 +1,96 @@
+"""An image that passes its own checks must not be wrong on a real kernel.
+
+The harness plays the kernel by the spec's layout and calls the exports by
+the spec's implementations: a spec mistake there is a mistake the harness
+shares.  So what it cannot see is held to facts outside the spec:
+
+  - every image names the data pages it was built for (a "vdsogen" note of
+    type 2: layout name, digest, page size and count), and `check` holds it
+    to the spec's (rule N008);
+  - a layout that takes the name of one of vdsogen's own must lay out the
+    same data (two fields swapped in a copy pass the harness);
+  - an export's name says what it is: `__vdso_clock_gettime` built from
+    gettimeofday is an error of the spec, whatever the harness would run.
+"""
+
+import io
+import shutil
+
+import pytest
+
+from conftest import ROOT, build_broken, vdsogen
+from vdsogen.audit.check import check_image
+from vdsogen.build.image import build_target
+from vdsogen.build.toolchain import Builder
+from vdsogen.spec.model import load_target
+
+X86_LAYOUT = ROOT / "specs" / "layouts" / "linux-6.17-x86.toml"
+SWAPS = {
+    "cycle_last and max_cycles": ('    { name = "cycle_last", type = "u64" },\n    { name = "max_cycles", type = "u64" },\n',
+                                  '    { name = "max_cycles", type = "u64" },\n    { name = "cycle_last", type = "u64" },\n'),
+    "max_cycles and mask": ('    { name = "max_cycles", type = "u64" },\n    { name = "mask", type = "u64" },\n',
+                            '    { name = "mask", type = "u64" },\n    { name = "max_cycles", type = "u64" },\n'),
+}
+
+
+def specs_dir(tmp_path, layout_text=None, spec_text=None):
+    d = tmp_path / "specs"
+    (d / "layouts").mkdir(parents=True)
+    (d / "x86_64.toml").write_text(spec_text or (ROOT / "specs" / "x86_64.toml").read_text())
+    (d / "layouts" / X86_LAYOUT.name).write_text(layout_text or X86_LAYOUT.read_text())
+    return d
+
+
+def n008(target, so):
+    return [f for f in check_image(target, so) if f.rule == "N008"]
+
+
+def build(target, out):
+    so, _ = build_target(target, out, builder=Builder(target, stream=io.StringIO()))
+    return so
+
+
+def test_an_image_names_its_data_pages(built):
+    target, so, _ = built("x86_64")
+    assert not n008(target, so)
+    assert target.datapage.note.startswith("linux-6.17-x86 ") and target.datapage.note.endswith(" 4096x6")
+
+
+def test_an_image_built_for_other_pages_fails_check(tmp_path):
+    """Built for 64 KiB pages, checked against the 4 KiB spec: N008 says which."""
+    spec = (ROOT / "specs" / "x86_64.toml").read_text().replace("page_size = 4096", "page_size = 16384")
+    other = load_target("x86_64", specs_dir(tmp_path, spec_text=spec))
+    so = build(other, tmp_path / "out")
+    found = n008(load_target("x86_64"), so)
+    assert [f.severity for f in found] == ["error"]
+    assert "16384x6" in found[0].message and "4096x6" in found[0].message
+
+
+def test_an_image_without_the_note_fails_check(tmp_path):
+    target = load_target("x86_64")
+    so = build_broken(target, tmp_path / "old", {"note.S": [("\t.long\t2\t\t\t/* type: data pages */", "\t.long\t3")]})
+    found = n008(target, so)
+    assert found and "no data-pages note" in found[0].message
+
+
+@pytest.mark.parametrize("swap", sorted(SWAPS))
+def test_a_copy_of_a_linux_layout_with_fields_swapped_fails(tmp_path, swap):
+    """The swapped layout builds an image its own harness would pass; its
+    name claims Linux's layout, so check and build refuse it."""
+    old, new = SWAPS[swap]
+    text = X86_LAYOUT.read_text()
+    assert old in text
+    d = specs_dir(tmp_path, layout_text=text.replace(old, new))
+    target = load_target("x86_64", d)
+    so = build(target, tmp_path / "out")
+    found = n008(target, so)
+    assert found and "is not vdsogen's linux-6.17-x86" in found[-1].message, found
+    proc = vdsogen("build", "--arch=x86_64", f"--specs={d}", f"--out={tmp_path / 'cli'}")
+    assert proc.returncode == 1 and "N008" in proc.stderr and "Traceback" not in proc.stderr
+    # Under a name of its own the same layout is the spec's business.
+    renamed = tmp_path / "renamed"
+    shutil.copytree(d, renamed)
+    (renamed / "layouts" / X86_LAYOUT.name).rename(renamed / "layouts" / "my-x86.toml")
+    spec = renamed / "x86_64.toml"
+    spec.write_text(spec.read_text().replace('layout = "linux-6.17-x86"', 'layout = "my-x86"'))
+    assert not n008(load_target("x86_64", renamed), build(load_target("x86_64", renamed), tmp_path / "out2"))
