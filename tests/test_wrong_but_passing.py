@@ -22,6 +22,7 @@ from conftest import ROOT, build_broken, vdsogen
 from vdsogen.audit.check import check_image
 from vdsogen.build.image import build_target
 from vdsogen.build.toolchain import Builder
+from vdsogen.errors import SpecError
 from vdsogen.spec.model import load_target
 
 X86_LAYOUT = ROOT / "specs" / "layouts" / "linux-6.17-x86.toml"
@@ -94,3 +95,37 @@ def test_a_copy_of_a_linux_layout_with_fields_swapped_fails(tmp_path, swap):
     spec = renamed / "x86_64.toml"
     spec.write_text(spec.read_text().replace('layout = "linux-6.17-x86"', 'layout = "my-x86"'))
     assert not n008(load_target("x86_64", renamed), build(load_target("x86_64", renamed), tmp_path / "out2"))
+
+
+@pytest.mark.parametrize("name, impl, key", [
+    ("__vdso_clock_gettime", "gettimeofday", "export[0].name"),
+    ("__vdso_time", "getcpu", "export[2].name"),
+])
+def test_an_export_built_from_another_function_is_an_error(tmp_path, name, impl, key):
+    """__vdso_clock_gettime built from gettimeofday passed its own harness
+    (which ran gettimeofday's checks on it) and made `date` print 1970."""
+    text = (ROOT / "specs" / "x86_64.toml").read_text()
+    block = f'name = "{name}"\nimpl = "{name.removeprefix("__vdso_")}"'
+    assert block in text
+    d = specs_dir(tmp_path, spec_text=text.replace(block, f'name = "{name}"\nimpl = "{impl}"'))
+    with pytest.raises(SpecError) as e:
+        load_target("x86_64", d)
+    assert f"{key}: {name} is {name.removeprefix('__vdso_')} to every caller, and this export is built from " \
+           f"{impl}" in str(e.value), str(e.value)
+
+
+def test_an_alias_is_held_to_its_name_too(tmp_path):
+    text = (ROOT / "specs" / "x86_64.toml").read_text()
+    assert 'aliases = ["time"]' in text
+    d = specs_dir(tmp_path, spec_text=text.replace('aliases = ["time"]', 'aliases = ["clock_gettime64"]'))
+    with pytest.raises(SpecError) as e:
+        load_target("x86_64", d)
+    assert "export[2].aliases[0]: clock_gettime64 is clock_gettime64 to every caller, and this export is built from time" in str(e.value)
+
+
+def test_every_shipped_export_is_what_its_name_says():
+    from vdsogen.spec.model import list_targets, name_means
+    for n in list_targets():
+        for e in load_target(n).exports:
+            for name in (e.name, *(a.name for a in e.aliases)):
+                assert name_means(name) in (None, e.impl), (n, name)

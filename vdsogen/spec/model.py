@@ -432,6 +432,21 @@ def _identity(top, abi):
                        tuple(int(p) for p in parts), text_fill, eh_frame, rewrite_flags, gnu_stack), soname
 
 
+NAME_PREFIXES = ("__vdso_", "__kernel_")
+
+
+def name_means(name: str) -> str | None:
+    """The function of functions.toml an export's name stands for, as every
+    Linux ABI and every consumer reads it: the name without __vdso_ or
+    __kernel_, when that is such a function (clock_gettime64,
+    get_syscall_map); None for a name that says nothing vdsogen knows."""
+    for prefix in NAME_PREFIXES:
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+            break
+    return name if functions.get(name) is not None else None
+
+
 def _from_kconfig(table, key, fixed, **bounds):
     """[datapage] `key` from the kernel's configuration when it fixes one
     (the spec's value, if any, is still checked), else from the spec."""
@@ -607,6 +622,11 @@ class _Parser:
                     self.claim(xt, f"aliases[{i}]", alias)
                     aliases.append(Alias(alias, "weak"))
                 xt.done()
+                for key, name in [("name", xname), *((f"aliases[{i}]", a.name) for i, a in enumerate(aliases))]:
+                    means = name_means(name)
+                    if means is not None and means != impl:
+                        xt.error(key, f"{name} is {means} to every caller, and this export is built from {impl}: "
+                                      f"the harness would test it as {impl}, a real program call it as {means}")
                 if function.syscall and function.syscall not in numbers:
                     xt.error("impl", f"{impl} falls back to syscall {function.syscall}, and "
                                      f"{self._unnumbered()}")
