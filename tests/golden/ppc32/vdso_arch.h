@@ -32,6 +32,21 @@ static __always_inline void vdso_cpu_relax(void)
 	__asm__ __volatile__("or 1, 1, 1\n\tor 2, 2, 2" : : : "memory");
 }
 
+/*
+ * ns >> shift in 32-bit halves: gcc makes a variable 64-bit shift a call
+ * to libgcc's __lshrdi3 here, and the vDSO links no libgcc.
+ */
+#define vdso_shift_ns vdso_shift_ns
+static __always_inline uint64_t vdso_shift_ns(uint64_t ns, uint32_t shift)
+{
+	uint32_t hi = ns >> 32, lo = ns;
+
+	if (shift >= 32)
+		return hi >> (shift - 32);
+	/* hi << 1 << (31 - shift): hi's bits that move into the low word, for shift 0 too */
+	return (uint64_t)(hi >> shift) << 32 | (uint32_t)(lo >> shift | hi << 1 << (31 - shift));
+}
+
 #include <stdbool.h>
 
 /*
@@ -50,21 +65,6 @@ static __always_inline uint64_t vdso_read_cycles(void)
 		__asm__ __volatile__("mfspr %0, 269" : "=r"(again));
 	} while (hi != again);
 	return (uint64_t)hi << 32 | lo;
-}
-
-/*
- * ns >> shift in 32-bit halves: gcc makes a variable 64-bit shift a call
- * to libgcc's __lshrdi3 here, and the vDSO links no libgcc.
- */
-#define vdso_shift_ns vdso_shift_ns
-static __always_inline uint64_t vdso_shift_ns(uint64_t ns, uint32_t shift)
-{
-	uint32_t hi = ns >> 32, lo = ns;
-
-	if (shift >= 32)
-		return hi >> (shift - 32);
-	/* hi << 1 << (31 - shift): hi's bits that move into the low word, for shift 0 too */
-	return (uint64_t)(hi >> shift) << 32 | (uint32_t)(lo >> shift | hi << 1 << (31 - shift));
 }
 
 #define vdso_cycles_mode vdso_cycles_mode
