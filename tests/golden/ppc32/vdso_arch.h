@@ -20,10 +20,15 @@
 #define VDSO_NR_sigreturn	119
 #define VDSO_NR_rt_sigreturn	172
 
-/* lwsync orders load-load (and every other pair but store-load): enough for the seqcount. */
+/*
+ * sync, as Linux's 32-bit vDSO reads with: its smp_rmb() is lwsync only on
+ * 64-bit.  A 32-bit image may run on e500 cores (powerpcspe), which trap
+ * lwsync and have the kernel emulate it; Linux's e500 builds emit sync and
+ * let the kernel patch lwsync in on the cores that have it.
+ */
 static __always_inline void vdso_rmb(void)
 {
-	__asm__ __volatile__("lwsync" : : : "memory");
+	__asm__ __volatile__("sync" : : : "memory");
 }
 
 /* Drop this hardware thread's priority while spinning, then restore it (HMT_low, HMT_medium). */
