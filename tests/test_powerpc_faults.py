@@ -4,12 +4,20 @@
     (powerpcspe) trap lwsync, and Linux's 32-bit smp_rmb() is sync (on
     e500 builds a sync the kernel patches to lwsync where the core has it);
     the 64-bit images keep lwsync, as Linux's do.
+  - ppc64 (big-endian: Cell, e5500, e6500) reads the timebase again while
+    its low word is 0, in a CPU-feature section the kernel keeps only on
+    CPUs with CPU_FTR_CELL_TB_BUG, as Linux's 64-bit mftb() does in kernels
+    built for Cell or e500; ppc64le (no such CPU) and ppc32 (Linux's compat
+    vDSO reads the halves) do not, and a ppc32 spec that asks is refused.
 """
+
+import struct
 
 import pytest
 
-from conftest import elf
+from conftest import elf, run_broken, vdsogen
 from vdsogen.elf.consts import SHF_EXECINSTR
+from vdsogen.elf.reader import ElfImage
 
 LWSYNC, SYNC = 0x7C2004AC, 0x7C0004AC
 
@@ -37,3 +45,101 @@ def test_ppc32_reads_with_sync(built):
 def test_ppc64_reads_with_lwsync(built, name):
     _t, so, _dbg = built(name)
     assert LWSYNC in code_words(so)
+
+
+# --- the Cell timebase bug ----------------------------------------------------
+
+CPU_FTR_CELL_TB_BUG = 0x800000      # Linux's asm/cputable.h
+
+
+def is_mftb(w):
+    return w & 0xFC1FFFFE == 0x7C0C42A6         # mfspr rT, 268; the old mftb form
+
+
+def ftr_fixups(so):
+    """The image's __ftr_fixup entries as (mask, value, start, end, alt_start, alt_end), offsets resolved."""
+    img = ElfImage(str(so))
+    sec = img.section("__ftr_fixup")
+    raw = bytes(img.section_bytes(sec))
+    fmt = ("<" if img.little else ">") + ("QQqqqq" if img.elf_class == 64 else "IIiiii")
+    size = struct.calcsize(fmt)
+    out = []
+    for i in range(0, len(raw), size):
+        mask, value, *rel = struct.unpack_from(fmt, raw, i)
+        out.append((mask, value, *(sec.offset + i + r for r in rel)))
+    return img, out
+
+
+def timebase_reads(so):
+    """(the image, {offset of each mftb: the two words after it}, the Cell entries' (start, end))."""
+    img, entries = ftr_fixups(so)
+    text = img.section(".text")
+
+    def word(off):
+        return int.from_bytes(img.data[off:off + 4], img.endian)
+    reads = {a: (word(a + 4), word(a + 8)) for a in range(text.offset, text.offset + text.size, 4) if is_mftb(word(a))}
+    cell = [(s, e) for m, v, s, e, alt, alt_end in entries if m == CPU_FTR_CELL_TB_BUG]
+    assert all(v == m and alt == alt_end for m, v, s, e, alt, alt_end in entries if m == CPU_FTR_CELL_TB_BUG)
+    return img, reads, cell
+
+
+def rereads_zero(img, at, after):
+    """After the mftb rT at `at`: cmpwi rT, 0, then beq- back to it."""
+    rt = (int.from_bytes(img.data[at:at + 4], img.endian) >> 21) & 31
+    cmp, bc = after
+    back = at + 8 + (((bc & 0xFFFC) ^ 0x8000) - 0x8000)
+    return (cmp == 0x2C000000 | rt << 16 and bc >> 26 == 16 and (bc >> 21) & 0x1C == 0x0C
+            and (bc >> 16) & 31 == 2 and bc & 3 == 0 and back == at)
+
+
+def test_ppc64_rereads_a_zero_low_word_on_cell(built):
+    """Every timebase read of ppc64 is mftb rT; cmpwi rT, 0; beq- back, the
+    two words the body of a feature-fixup entry kept where cpu_features has
+    CPU_FTR_CELL_TB_BUG, with an empty alternative (nops elsewhere)."""
+    _t, so, _dbg = built("ppc64")
+    img, reads, cell = timebase_reads(so)
+    assert reads
+    for at, after in reads.items():
+        assert rereads_zero(img, at, after), f"mftb at {at:#x}, then {after[0]:#010x} {after[1]:#010x}"
+    assert sorted(cell) == sorted((at + 4, at + 12) for at in reads)
+
+
+@pytest.mark.parametrize("name", ["ppc64le", "ppc32"])
+def test_no_cell_loop_elsewhere(built, name):
+    _t, so, _dbg = built(name)
+    img, reads, cell = timebase_reads(so)
+    assert reads and cell == []
+    assert not any(rereads_zero(img, at, after) for at, after in reads.items())
+
+
+@pytest.mark.parametrize("features, applied", [("0", "{n} of {n}"), ("0x800000", "1 of {n}")])
+def test_ppc64_runs_with_and_without_the_loop(built, harnesses, monkeypatch, features, applied):
+    """The harness plays a CPU without the bug (the loops patched to nops)
+    and a Cell (the loops kept, sync_dicache's branch patched): both pass."""
+    monkeypatch.setenv("VDSOGEN_HARNESS_PPC_CPU_FEATURES", features)
+    target, so, _dbg = built("ppc64")
+    status, outcome, output = run_broken(target, harnesses("ppc64"), so)
+    n = len(ftr_fixups(so)[1])
+    assert status == 0 and "patch" in outcome.passed, output
+    assert f"# patch: {applied.format(n=n)} feature fixups applied for CPU features {features}" in output, output
+
+
+def test_ppc32_refuses_the_cell_loop(tmp_path):
+    (tmp_path / "ppc32.toml").write_text('extends = "ppc32"\n[counter.params]\ncell_tb_bug = true\n')
+    r = vdsogen("build", f"--specs={tmp_path}", "--arch=ppc32", f"--out={tmp_path / 'out'}")
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    assert (f"{tmp_path}/ppc32.toml: counter.params.cell_tb_bug: the timebase counter fragment takes it for "
+            "64-bit targets only") in r.stderr, r.stderr
+
+
+def test_a_param_s_elf_class_is_checked(tmp_path):
+    arch = tmp_path / "arch" / "powerpc"
+    arch.mkdir(parents=True)
+    (arch / "contract.toml").write_text('[counter.timebase]\nmodes = ["archtimer"]\n'
+                                        '[counter.timebase.params.cell_tb_bug]\ntype = "boolean"\n'
+                                        'default = false\nelf_class = 48\n')
+    (tmp_path / "ppc64.toml").write_text('extends = "ppc64"\n')
+    r = vdsogen("build", f"--specs={tmp_path}", "--arch=ppc64", f"--out={tmp_path / 'out'}")
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    assert f"{arch}/contract.toml: counter.timebase.params.cell_tb_bug.elf_class: 48 is not an ELF class" in r.stderr, \
+        r.stderr
