@@ -9,15 +9,20 @@
     CPUs with CPU_FTR_CELL_TB_BUG, as Linux's 64-bit mftb() does in kernels
     built for Cell or e500; ppc64le (no such CPU) and ppc32 (Linux's compat
     vDSO reads the halves) do not, and a ppc32 spec that asks is refused.
+  - __kernel_get_syscall_map stores the kernel's NR_syscalls (Linux 6.1's
+    images store 451, 7.2's 472), not the map's capacity: the layout's
+    syscall_map gives it (bits), checked against the map's words.
 """
 
 import struct
 
 import pytest
 
-from conftest import elf, run_broken, vdsogen
+from conftest import build_broken, elf, run_broken, vdsogen
+from vdsogen import paths
 from vdsogen.elf.consts import SHF_EXECINSTR
 from vdsogen.elf.reader import ElfImage
+from vdsogen.spec.model import load_target
 
 LWSYNC, SYNC = 0x7C2004AC, 0x7C0004AC
 
@@ -143,3 +148,61 @@ def test_a_param_s_elf_class_is_checked(tmp_path):
     assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
     assert f"{arch}/contract.toml: counter.timebase.params.cell_tb_bug.elf_class: 48 is not an ELF class" in r.stderr, \
         r.stderr
+
+
+# --- __kernel_get_syscall_map's count: the kernel's NR_syscalls ---------------
+
+LI_R0 = 0x38000000              # addi r0, 0, SI (li r0, SI)
+
+
+@pytest.mark.parametrize("name", ["ppc32", "ppc64", "ppc64le"])
+def test_get_syscall_map_stores_nr_syscalls(built, name):
+    """Linux 6.17's powerpc NR_syscalls is 470 (469 file_setattr its last),
+    in a map of (470 + 31) / 32 words: the layout says so and the image
+    stores it, not the map's 480 bits."""
+    target, so, _dbg = built(name)
+    field = target.datapage.layout.struct("vdso_arch_data").field("syscall_map")
+    assert (field.bits, field.count) == (470, 15)
+    img = ElfImage(str(so))
+    sym = next(s for s in img.dynsym if s.name == "__kernel_get_syscall_map")
+    at = img.offset_of(sym.value)
+    words = [int.from_bytes(img.data[at + i:at + i + 4], img.endian) for i in range(0, sym.size, 4)]
+    assert [w & 0xFFFF for w in words if w & 0xFFFF0000 == LI_R0] == [470], [hex(w) for w in words]
+
+
+@pytest.mark.parametrize("name", ["ppc32", "ppc64le"])
+def test_harness_wants_nr_syscalls(name, harnesses, tmp_path):
+    """An image that stores the map's capacity, as vdsogen's did, fails the
+    check; one that stores more than the map holds fails it too."""
+    target = load_target(name)
+    for count, why in ((480, "stored a count of 480, the kernel's NR_syscalls is 470"),
+                       (481, "stored a count of 481, more than the map's 480 bits")):
+        image = build_broken(target, tmp_path / str(count), {"impl-get_syscall_map.S": [
+            ("\tli\t%r0, 470\n", f"\tli\t%r0, {count}\n")]})
+        status, outcome, output = run_broken(target, harnesses(name), image)
+        assert status == 1 and set(outcome.failed) == {"get_syscall_map"}, output
+        assert why in outcome.failed["get_syscall_map"], output
+
+
+BAD_BITS = {
+    "481": ('count = 15, bits = 470', 'count = 15, bits = 481',
+            "struct[0].fields[1].bits: 481 bits do not fit in syscall_map's 15 u32 (480 bits): they need 16"),
+    "440": ('count = 15, bits = 470', 'count = 15, bits = 440',
+            "struct[0].fields[1].bits: 440 bits need 14 u32, and syscall_map has 15: Linux sizes the map"),
+    "scalar": ('{ name = "tb_ticks_per_sec", type = "u64" }', '{ name = "tb_ticks_per_sec", type = "u64", bits = 3 }',
+               "struct[0].fields[0].bits: tb_ticks_per_sec is not an array of unsigned scalars"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_BITS))
+def test_layout_bits_checked(tmp_path, case):
+    old, new, why = BAD_BITS[case]
+    layouts = tmp_path / "layouts"
+    layouts.mkdir()
+    text = (paths.LAYOUTS / "linux-6.17-powerpc32.toml").read_text()
+    assert old in text
+    (layouts / "linux-6.17-powerpc32.toml").write_text(text.replace(old, new))
+    (tmp_path / "ppc32.toml").write_text('extends = "ppc32"\n')
+    r = vdsogen("build", f"--specs={tmp_path}", "--arch=ppc32", f"--out={tmp_path / 'out'}")
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    assert f"{layouts}/linux-6.17-powerpc32.toml: {why}" in r.stderr, r.stderr
