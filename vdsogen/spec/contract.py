@@ -132,6 +132,7 @@ class Param:
     values: tuple | None   # the values allowed, or None: any of the type
     default: object = None
     has_default: bool = False
+    elf_class: int | None = None   # only a spec of this ELF class may set it, or None: any
 
 
 @dataclass(frozen=True)
@@ -271,13 +272,16 @@ class _File:
             t.error("values", "an empty list allows nothing")
         has_default = t.has("default")
         default = t.raw("default", None)
+        elf_class = t.int("elf_class", None)
+        if elf_class not in (None, 32, 64):
+            t.error("elf_class", f"{elf_class} is not an ELF class (32 or 64)")
         if has_default:
             if not isinstance(default, kinds_) or (isinstance(default, bool) and ptype != "boolean"):
                 t.error("default", f"expected {what}")
             if values is not None and default not in values:
                 t.error("default", f"{default!r} is not one of its values")
         t.done()
-        return Param(name, ptype, tuple(values) if values is not None else None, default, has_default)
+        return Param(name, ptype, tuple(values) if values is not None else None, default, has_default, elf_class)
 
 
 def load_contract(arch: str, roots: Iterable[str | Path]) -> Contract:
@@ -422,8 +426,9 @@ def counter_modes(cc: CounterContract, ct: Table) -> tuple:
     return tuple(out)
 
 
-def counter_params(cc: CounterContract, ct: Table) -> dict:
-    """[counter.params] checked against the contract, with its defaults filled in."""
+def counter_params(cc: CounterContract, ct: Table, elf_class: int) -> dict:
+    """[counter.params] checked against the contract (for a spec of ELF class
+    `elf_class`), with its defaults filled in."""
     pt = ct.table("params", {})
     given = pt.keys()
     out = {}
@@ -439,6 +444,9 @@ def counter_params(cc: CounterContract, ct: Table) -> dict:
             pt.error(key, f"expected a {p.type}")
         if p.values is not None and value not in p.values:
             pt.error(key, f"must be one of {', '.join(map(repr, p.values))}{did_you_mean(value, p.values)}")
+        if p.elf_class not in (None, elf_class):
+            pt.error(key, f"the {cc.name} counter fragment takes it for {p.elf_class}-bit targets only "
+                          f"({cc.path}), and this one is {elf_class}-bit")
         out[key] = value
     pt.done()
     for q in cc.params:

@@ -39,6 +39,9 @@ class Field:
     offset: int
     size: int          # whole member, all elements
     ctype: str         # C spelling of the element type
+    # A bitmap (an array of unsigned scalars): how many of its bits the kernel
+    # defines (powerpc's syscall_map: NR_syscalls), by default all; else 0.
+    bits: int = 0
 
     @property
     def is_array(self) -> bool:
@@ -171,7 +174,7 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
         # record with max_cycles, say) moves every struct that embeds it.
         anchor = Table(base.path, {}, "struct")
         for s in base.structs:
-            raw_structs[s.name] = (s.name, [(f.name, f.type, f.count, anchor) for f in s.fields],
+            raw_structs[s.name] = (s.name, [(f.name, f.type, f.count, f.bits or None, anchor) for f in s.fields],
                                    s.min_align, s.comment, anchor, True)
             order.append(s.name)
     for t in top.tables("struct", []):
@@ -180,7 +183,8 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
             t.error("name", f"{sname!r} is a scalar type name")
         fields = []
         for ft in t.tables("fields"):
-            fields.append((ft.ident("name"), ft.str("type"), ft.int("count", 0, lo=0, hi=4096), ft))
+            fields.append((ft.ident("name"), ft.str("type"), ft.int("count", 0, lo=0, hi=4096),
+                           ft.int("bits", None, lo=1, hi=1 << 20), ft))
             ft.done()
         if not fields:
             t.error("fields", "a struct needs at least one field")
@@ -200,7 +204,7 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
     def build(sname):
         sname, fields, align_min, comment, t, _inherited = raw_structs[sname]
         offset, align, out, seen = 0, max(align_min, 1), [], set()
-        for i, (fname, ftype, count, ft) in enumerate(fields):
+        for i, (fname, ftype, count, bits, ft) in enumerate(fields):
             if fname in seen:
                 ft.error("name", f"field {fname!r} declared twice in struct {sname}")
             seen.add(fname)
@@ -214,7 +218,7 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
                 ft.error("type", f"unknown type {ftype!r} (a scalar or a struct declared earlier)")
             offset = -(-offset // ealign) * ealign
             size = esize * max(count, 1)
-            out.append(Field(fname, ftype, count, offset, size, ctype))
+            out.append(Field(fname, ftype, count, offset, size, ctype, _bitmap_bits(fname, ftype, count, bits, ft)))
             offset += size
             align = max(align, ealign)
         size = -(-offset // align) * align
@@ -255,6 +259,27 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
 
     layout = _check_access(path, name, description, tuple(structs.values()), pages, time_page, access)
     return layout
+
+
+def _bitmap_bits(name: str, ftype: str, count: int, bits: int | None, ft: Table) -> int:
+    """The bits a bitmap field defines: `bits` where the layout gives it (the
+    array then has just the elements they need, as Linux sizes such maps),
+    else all of them; 0 for a field that is no bitmap."""
+    if not count or ftype not in SCALARS or not ftype.startswith("u"):
+        if bits is not None:
+            ft.error("bits", f"{name} is not an array of unsigned scalars, so no bitmap")
+        return 0
+    per = 8 * SCALARS[ftype][0]
+    if bits is None:
+        return count * per
+    need = -(-bits // per)
+    if bits > count * per:
+        ft.error("bits", f"{bits} bits do not fit in {name}'s {count} {ftype} ({count * per} bits): "
+                         f"they need {need}")
+    if need < count:
+        ft.error("bits", f"{bits} bits need {need} {ftype}, and {name} has {count}: Linux sizes "
+                         f"the map to its bits, so the fields after it would move")
+    return bits
 
 
 def _check_access(path, name, description, structs, pages, time_page, access):

@@ -688,7 +688,7 @@ class _Parser:
         counter_fragment = ct.str("fragment")
         self.need_fragment(ct, "fragment", f"counter-{counter_fragment}.h.j2")
         counter_contract = contracts.counter_contract(self.contract, ct, counter_fragment)
-        param_values = contracts.counter_params(counter_contract, ct)
+        param_values = contracts.counter_params(counter_contract, ct, self.abi.elf_class)
         modes = contracts.counter_modes(counter_contract, ct)
         words = ct.list("words", int, [], "an integer")
         for i, w in enumerate(words):

@@ -20,16 +20,36 @@
 #define VDSO_NR_sigreturn	119
 #define VDSO_NR_rt_sigreturn	172
 
-/* lwsync orders load-load (and every other pair but store-load): enough for the seqcount. */
+/*
+ * sync, as Linux's 32-bit vDSO reads with: its smp_rmb() is lwsync only on
+ * 64-bit.  A 32-bit image may run on e500 cores (powerpcspe), which trap
+ * lwsync and have the kernel emulate it; Linux's e500 builds emit sync and
+ * let the kernel patch lwsync in on the cores that have it.
+ */
 static __always_inline void vdso_rmb(void)
 {
-	__asm__ __volatile__("lwsync" : : : "memory");
+	__asm__ __volatile__("sync" : : : "memory");
 }
 
 /* Drop this hardware thread's priority while spinning, then restore it (HMT_low, HMT_medium). */
 static __always_inline void vdso_cpu_relax(void)
 {
 	__asm__ __volatile__("or 1, 1, 1\n\tor 2, 2, 2" : : : "memory");
+}
+
+/*
+ * ns >> shift in 32-bit halves: gcc makes a variable 64-bit shift a call
+ * to libgcc's __lshrdi3 here, and the vDSO links no libgcc.
+ */
+#define vdso_shift_ns vdso_shift_ns
+static __always_inline uint64_t vdso_shift_ns(uint64_t ns, uint32_t shift)
+{
+	uint32_t hi = ns >> 32, lo = ns;
+
+	if (shift >= 32)
+		return hi >> (shift - 32);
+	/* hi << 1 << (31 - shift): hi's bits that move into the low word, for shift 0 too */
+	return (uint64_t)(hi >> shift) << 32 | (uint32_t)(lo >> shift | hi << 1 << (31 - shift));
 }
 
 #include <stdbool.h>
@@ -50,21 +70,6 @@ static __always_inline uint64_t vdso_read_cycles(void)
 		__asm__ __volatile__("mfspr %0, 269" : "=r"(again));
 	} while (hi != again);
 	return (uint64_t)hi << 32 | lo;
-}
-
-/*
- * ns >> shift in 32-bit halves: gcc makes a variable 64-bit shift a call
- * to libgcc's __lshrdi3 here, and the vDSO links no libgcc.
- */
-#define vdso_shift_ns vdso_shift_ns
-static __always_inline uint64_t vdso_shift_ns(uint64_t ns, uint32_t shift)
-{
-	uint32_t hi = ns >> 32, lo = ns;
-
-	if (shift >= 32)
-		return hi >> (shift - 32);
-	/* hi << 1 << (31 - shift): hi's bits that move into the low word, for shift 0 too */
-	return (uint64_t)(hi >> shift) << 32 | (uint32_t)(lo >> shift | hi << 1 << (31 - shift));
 }
 
 #define vdso_cycles_mode vdso_cycles_mode

@@ -39,13 +39,37 @@ static __always_inline void vdso_cpu_relax(void)
 
 #include <stdbool.h>
 
-/* The timebase (mftb, SPR 268): a 64-bit count at tb_ticks_per_sec, in every mode. */
+/*
+ * The timebase (mftb, SPR 268): a 64-bit count at tb_ticks_per_sec, in
+ * every mode.  Cell's timebase (and e5500's and e6500's, erratum A-006958)
+ * may read a low word of 0 while its upper word is still being carried
+ * into: read again then (counter.params.cell_tb_bug), as Linux's 64-bit
+ * mftb() does in kernels built for Cell or e500.  The test is a CPU-feature
+ * section, as Linux's is: its __ftr_fixup entry keeps it where cpu_features
+ * has CPU_FTR_CELL_TB_BUG, and elsewhere the kernel's fixups (and the
+ * harness's, harness-patch.h.j2) make it nops (the empty alternative).
+ */
+#define CPU_FTR_CELL_TB_BUG	0x800000	/* Linux's asm/cputable.h */
+
 #define vdso_read_cycles vdso_read_cycles
 static __always_inline uint64_t vdso_read_cycles(void)
 {
 	uint64_t tb;
 
-	__asm__ __volatile__("mfspr %0, 268" : "=r"(tb));
+	__asm__ __volatile__("90:\tmfspr %0, 268\n"
+			     "91:\tcmpwi %0, 0\n\t"		/* the feature section's body */
+			     "beq- 90b\n"
+			     "92:\n\t"
+			     ".pushsection __ftr_alt_92, \"ax\"\n\t"	/* its alternative: none */
+			     ".p2align 2\n"
+			     "93:\n\t"
+			     ".popsection\n\t"
+			     ".pushsection __ftr_fixup, \"a\"\n\t"
+			     ".p2align 3\n"
+			     "94:\t.8byte %1, %1\n\t"		/* mask, value: kept where features & mask == value */
+			     ".8byte 91b - 94b, 92b - 94b, 93b - 94b, 93b - 94b\n\t"
+			     ".popsection"
+			     : "=r"(tb) : "i"(CPU_FTR_CELL_TB_BUG) : "cr0");
 	return tb;
 }
 
