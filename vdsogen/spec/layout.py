@@ -110,13 +110,14 @@ class Layout:
 
     def shape(self) -> list[str]:
         """What code and harness take from the layout, one line per fact:
-        every struct's size and members (type, count, offset), every page
+        every struct's size and members (type, count, offset, a bitmap's bits), every page
         (index, role, struct, symbol), every access path.  Comments and
         the description are not part of it."""
         out = []
         for st in self.structs:
             out.append(f"struct {st.name} size {st.size} align {st.align}")
-            out += [f"struct {st.name} member {f.name} {f.type}[{f.count}] at {f.offset}" for f in st.fields]
+            out += [f"struct {st.name} member {f.name} {f.type}[{f.count}] at {f.offset}" +
+                    (f" bits {f.bits}" if f.bits else "") for f in st.fields]
         out += [f"page {p.index} {p.role} {p.struct} {p.symbol}" for p in self.pages]
         out += [f"access {k} {v}" for k, v in sorted(self.access.items())]
         return out
