@@ -3,7 +3,9 @@
 import argparse
 import math
 import os
+import signal
 import sys
+import threading
 
 from vdsogen import __version__
 from vdsogen.errors import SpecErrors, VdsogenError
@@ -301,10 +303,37 @@ def parser():
     return p
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP: unwound like ^C, so temporary directories go and
+    the harness's process group is stopped on the way out."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum, _frame):
+    raise Terminated(signum)
+
+
 def main(argv=None):
     args = parser().parse_args(argv)
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {sig: signal.signal(sig, _terminate) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        return _dispatch(args)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _dispatch(args):
     try:
         return args.func(args)
+    except Terminated as e:
+        print(f"vdsogen: stopped by {signal.Signals(e.signum).name}", file=sys.stderr)
+        return 128 + e.signum
     except SpecErrors as e:
         for err in e.errors:
             print(f"vdsogen: {err}", file=sys.stderr)

@@ -3,6 +3,7 @@
 import contextlib
 import fcntl
 import os
+import shutil
 import tempfile
 
 LOCK_NAME = ".vdsogen.lock"
@@ -49,3 +50,40 @@ def temp_name(path):
     path = os.fspath(path)
     head, tail = os.path.split(path)
     return os.path.join(head, f".{tail}.{os.getpid()}.tmp")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def scratch_dir(kind: str):
+    """A temporary directory vdsogen-KIND-PID-XXXX, removed afterwards.
+
+    A vdsogen that SIGKILL stopped cannot remove its own: so each new one
+    first removes those of its kind whose process is gone (its PID no longer
+    runs, and the directory is this user's)."""
+    base = tempfile.gettempdir()
+    prefix = f"vdsogen-{kind}-"
+    try:
+        names = os.listdir(base)
+    except OSError:
+        names = []
+    for name in names:
+        pid = name[len(prefix):].partition("-")[0]
+        path = os.path.join(base, name)
+        if not (name.startswith(prefix) and pid.isdigit()) or _alive(int(pid)):
+            continue
+        try:
+            if os.stat(path).st_uid == os.getuid():
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
+    with tempfile.TemporaryDirectory(prefix=f"{prefix}{os.getpid()}-") as tmp:
+        yield tmp

@@ -19,12 +19,12 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from vdsogen.bench import hotpath, results
 from vdsogen.build.toolchain import Builder
 from vdsogen.errors import HarnessError, ImageError, VdsogenError
+from vdsogen.fsutil import scratch_dir
 
 DEFAULT_ROUNDS = 31
 DEFAULT_BATCH_US = 500
@@ -221,7 +221,7 @@ def _workdir(target, workdir):
         Path(workdir).mkdir(parents=True, exist_ok=True)
         yield Path(workdir)
         return
-    with tempfile.TemporaryDirectory(prefix=f"vdsogen-bench-{target.name}-") as tmp:
+    with scratch_dir(f"bench-{target.name}") as tmp:
         yield Path(tmp)
 
 
