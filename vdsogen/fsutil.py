@@ -12,7 +12,9 @@ LOCK_NAME = ".vdsogen.lock"
 def write_atomic(path, data, mode=0o644):
     """Write `data` to a temporary file beside `path`, then rename it into place."""
     path = os.fspath(path)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-")
+    head, tail = os.path.split(path)
+    # .NAME.XXXX.PID.tmp: sweep_temps knows whose it is.
+    fd, tmp = tempfile.mkstemp(dir=head or ".", prefix=f".{tail}.", suffix=f".{os.getpid()}.tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -50,6 +52,20 @@ def temp_name(path):
     path = os.fspath(path)
     head, tail = os.path.split(path)
     return os.path.join(head, f".{tail}.{os.getpid()}.tmp")
+
+
+def sweep_temps(directory):
+    """Remove the temp_name files in `directory` of processes that are gone
+    (a build SIGKILL stopped); call it holding the directory's lock."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split(".")
+        if name.startswith(".") and name.endswith(".tmp") and len(parts) >= 4 and parts[-2].isdigit() \
+                and not _alive(int(parts[-2])):
+            remove_quietly(os.path.join(directory, name))
 
 
 def _alive(pid: int) -> bool:

@@ -18,7 +18,7 @@ from vdsogen.build import depfile
 from vdsogen.build.emit import DEFAULT_NAME, check_kinds, output_names
 from vdsogen.build.toolchain import Builder
 from vdsogen.errors import BuildError
-from vdsogen.fsutil import locked_dir, remove_quietly, temp_name, write_atomic
+from vdsogen.fsutil import locked_dir, remove_quietly, sweep_temps, temp_name, write_atomic
 
 
 def build_target(target, outdir, builder=None, validate=None, files=None, emit=(), emit_name=DEFAULT_NAME,
@@ -72,6 +72,7 @@ def _build(target, outdir, builder, validate, files, emit, emit_name):
         paths.append(srcdir / name)
     objdir.mkdir(parents=True, exist_ok=True)
 
+    sweep_temps(outdir)     # what a build killed mid-way left
     tmp_dbg, tmp_so = Path(temp_name(final_dbg)), Path(temp_name(final_so))
     try:
         objs = []
