@@ -55,3 +55,21 @@ def test_concurrent_builds_keep_their_outputs(tmp_path):
         assert not list(out.glob(".*.tmp")), f"round {rnd}"
         check = vdsogen("check", "--arch=x86_64", str(out / "vdso.so"))
         assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_killed_builds_temporaries_are_swept(tmp_path):
+    """A build that SIGKILL stopped leaves .NAME.PID.tmp files; the next
+    build into the directory removes those of dead processes only."""
+    out = tmp_path / "out"
+    out.mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = out / f".vdso.so.dbg.{dead.pid}.tmp"
+    stale_atomic = out / f".vdso.so.abcd1234.{dead.pid}.tmp"
+    live = out / f".vdso.so.{os.getpid()}.tmp"      # this process is alive: not the build's to remove
+    for p in (stale, stale_atomic, live):
+        p.write_bytes(b"half an image")
+    proc = start_build(out)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stdout + stderr
+    assert not stale.exists() and not stale_atomic.exists() and live.exists()
