@@ -288,7 +288,7 @@ void grp_max_cycles(void)
 
 #if VDSO_HAS_TIMENS
 /* Namespace offsets: MONOTONIC* get the monotonic one, BOOTTIME* the boottime one. */
-static struct hts timens_offset(int clk)
+struct hts timens_offset(int clk)
 {
 	static const struct hts mono = { 500000, 900000000 }, boot = { -100000, 400000000 }, none = { 0, 0 };
 
@@ -306,7 +306,7 @@ static struct hts timens_offset(int clk)
 }
 
 /* Page 0 becomes a namespace page; the real data moves to the timens page. */
-static void timens_enter(const struct tk *tk)
+void timens_enter(const struct tk *tk)
 {
 	vdso_time_data_t *ns = page_time(), *real = page_real_in_ns();
 	vdso_clock_t *vc = VDSO_CLOCKS(ns);

@@ -314,6 +314,11 @@ void grp_y2038(void);
 void grp_clock_modes(void);
 void grp_max_cycles(void);
 void grp_timens(void);
+#if VDSO_HAS_TIMENS
+/* Page 0 a time namespace's, tk's data on the real page beside it; clk's offset there. */
+void timens_enter(const struct tk *tk);
+struct hts timens_offset(int clk);
+#endif
 void grp_seqcount(void);
 /* Stop a writer or finisher thread, if one runs (after a crash, say). */
 void thread_stop(void);

@@ -5,6 +5,7 @@
  * clock mode whose counter reads one, under that page's own protocol.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -224,6 +225,283 @@ static void seq_concurrent(struct chk *k, int32_t page_mode)
 	chk_end(k);
 }
 
+#if H_COUNTER_TRAPS
+/* ------------------------------------------------------------------ */
+/* A writer inside the reader                                          */
+
+/*
+ * The racing writer above finds a reader that does not retry only when an
+ * update happens to land inside its read.  These checks make it land there:
+ * an update published at one chosen moment of the call, B = A with every
+ * base a second on and cycle_last a quarter second back, so that a value
+ * computed from a mix of A and B is a quarter second or more off either.
+ * A reader that retries answers by A (it read before the update) or by B.
+ *
+ * The moment: natively on x86, before each instruction of the image in
+ * turn (the trap flag: SIGTRAP after every instruction), so every path
+ * the call takes is struck at every point; in a test build, at its first
+ * counter read (the injected counter's page made to trap), which is inside
+ * the read of every counter clock.
+ */
+static vdso_time_data_t *in_page;	/* the page the update goes to */
+static const struct tk *in_next;	/* B */
+static volatile long in_step, in_at;	/* instructions of the image so far; strike before number in_at */
+static volatile sig_atomic_t in_struck;
+
+static void strike(void)
+{
+	if (!in_struck) {
+		in_struck = 1;
+		tk_publish(in_page, in_next);
+	}
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <ucontext.h>
+
+#ifdef __x86_64__
+#define IN_IP	REG_RIP
+#define IN_FLAGS	REG_EFL
+#else
+#define IN_IP	REG_EIP
+#define IN_FLAGS	REG_EFL
+#endif
+#define EFLAGS_TF	0x100UL
+
+static volatile sig_atomic_t in_entered;
+
+/* After each instruction: count the image's; strike before the chosen one, then stop stepping; also once the call returned. */
+static void on_step(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[IN_IP];
+
+	(void)sig;
+	(void)si;
+	if (ip >= (uintptr_t)h_text && ip < (uintptr_t)h_text + h_image_size) {
+		in_entered = 1;
+		if (++in_step == in_at) {
+			strike();
+			uc->uc_mcontext.gregs[IN_FLAGS] &= ~EFLAGS_TF;	/* the rest at full speed */
+		}
+	} else if (in_entered) {
+		uc->uc_mcontext.gregs[IN_FLAGS] &= ~EFLAGS_TF;
+	}
+}
+
+/* clock_gettime(clk, ts), one instruction at a time. */
+static struct h_ret stepped_gettime(int clk, struct vdso_timespec *ts)
+{
+	struct h_ret r;
+
+	in_entered = 0;
+	in_step = 0;
+	__asm__ __volatile__("pushf\n\t"
+#ifdef __x86_64__
+			     "orq $0x100, (%%rsp)\n\t"
+#else
+			     "orl $0x100, (%%esp)\n\t"
+#endif
+			     "popf" : : : "memory", "cc");
+	r = v_clock_gettime(clk, ts);
+	/* Normally off already: the handler cleared it when the call returned. */
+	__asm__ __volatile__("pushf\n\t"
+#ifdef __x86_64__
+			     "andq $~0x100, (%%rsp)\n\t"
+#else
+			     "andl $~0x100, (%%esp)\n\t"
+#endif
+			     "popf" : : : "memory", "cc");
+	return r;
+}
+#define IN_STEPPED	1
+#else
+/* The injected counter traps: strike, let the read go on. */
+static void on_counter(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+	counter_trap(0);
+	strike();
+}
+#define IN_STEPPED	0
+#endif
+
+/* B: every base a second on, cycle_last a quarter second back (the same clocks, read later). */
+static void tk_later(struct tk *b, const struct tk *a)
+{
+	int rec, i;
+
+	*b = *a;
+	b->cycle_last = a->cycle_last - h_hz / 4;
+	for (rec = 0; rec < 2; rec++)
+		for (i = 0; i < H_NBASES; i++)
+			b->base[rec][i].sec += 1;
+}
+
+/*
+ * One call of clock_gettime(clk) with the update at moment @at; @off the
+ * namespace offset the answer carries.  Returns how many instructions the
+ * image ran (stepped), else 0.
+ */
+static long inside_once(struct chk *k, const struct tk *a, const struct tk *b, int clk, long at,
+			const struct hts *off)
+{
+	struct vdso_timespec ts;
+	struct hts got, lo[2], hi[2];
+	uint64_t c0, c1;
+	struct h_ret r;
+	int j;
+
+	in_struck = 0;
+	in_at = at;
+	memset(&ts, SENTINEL, sizeof(ts));
+	tk_publish(in_page, a);
+	c0 = vdso_read_counter(a->mode);
+#if IN_STEPPED
+	r = stepped_gettime(clk, &ts);
+#else
+	if (counter_trap(1) != 0) {
+		chk_fail(k, "cannot make the counter trap");
+		return 0;
+	}
+	r = v_clock_gettime(clk, &ts);
+	counter_trap(0);
+#endif
+	c1 = vdso_read_counter(a->mode);
+	if (!h_ret_ok(r)) {
+		chk_fail(k, "returned %s", RET(r));
+		return 0;
+	}
+	got = (struct hts){ ts.tv_sec, ts.tv_nsec };
+	for (j = 0; j < 2; j++) {
+		const struct tk *t = j ? b : a;
+
+		lo[j] = tk_expect(t, clk, c0);
+		hi[j] = tk_expect(t, clk, c1);
+		if (off) {
+			lo[j] = hts_add(lo[j], *off);
+			hi[j] = hts_add(hi[j], *off);
+		}
+		if (hts_cmp(got, lo[j]) >= 0 && hts_cmp(got, hi[j]) <= 0)
+			return IN_STEPPED ? in_step : 0;
+	}
+	if (at < 0)
+		chk_fail(k, "with no update: got %s, want [%s, %s]", TS(got), TS(lo[0]), TS(hi[0]));
+	else if (IN_STEPPED)
+		chk_fail(k, "updated before instruction %ld: got %s, want [%s, %s] (before) or [%s, %s] (after)",
+			 at, TS(got), TS(lo[0]), TS(hi[0]), TS(lo[1]), TS(hi[1]));
+	else
+		chk_fail(k, "updated at the counter read: got %s, want [%s, %s] (before) or [%s, %s] (after)",
+			 TS(got), TS(lo[0]), TS(hi[0]), TS(lo[1]), TS(hi[1]));
+	return -1;
+}
+
+/*
+ * Every clock of the page, the update at every moment (stepped) or at the
+ * counter read.  @setup gives each clock fresh pages (the counter moves on
+ * while a clock is stepped through: a state kept from the start would take
+ * ever longer to carry into the present) and returns the page to update;
+ * @off gives each clock's namespace offset, or is NULL.
+ */
+static void seq_inside(const char *what, vdso_time_data_t *(*setup)(struct tk *), struct hts (*off)(int))
+{
+	struct sigaction sa, old;
+	struct tk a, b;
+	struct chk k;
+	size_t i;
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+#if IN_STEPPED
+	sa.sa_sigaction = on_step;
+	sigaction(SIGTRAP, &sa, &old);
+#else
+	sa.sa_sigaction = on_counter;
+	sigaction(SIGSEGV, &sa, &old);
+#endif
+	for (i = 0; i < NCLOCKS; i++) {
+		struct hts o = off ? off(h_clocks[i].id) : (struct hts){ 0, 0 };
+		const struct hts *po = off ? &o : NULL;
+		long at, ran;
+
+		if (!IN_STEPPED && h_clocks[i].cls == CLS_COARSE)
+			continue;	/* no counter read to strike at */
+		/*
+		 * Stepped, each of its strikes runs the whole call: one clock of
+		 * each class (the core has one path per class; the clocks of a
+		 * class differ only in the base they read).
+		 */
+		if (IN_STEPPED && h_clocks[i].id != C_REALTIME && h_clocks[i].id != C_MONOTONIC_RAW &&
+		    h_clocks[i].id != C_MONOTONIC_COARSE)
+			continue;
+		chk_start(&k, "seqcount.inside.%s%s", what, h_clocks[i].name);
+		in_page = setup(&a);
+		tk_later(&b, &a);
+		in_next = &b;
+		if (!IN_STEPPED) {
+			inside_once(&k, &a, &b, h_clocks[i].id, 1, po);
+			if (!in_struck && k.failures == 0)
+				chk_fail(&k, "never read the counter");
+			chk_end(&k);
+			continue;
+		}
+		/* The call's own length, undisturbed; then struck before each of its instructions. */
+		ran = inside_once(&k, &a, &b, h_clocks[i].id, -1, po);
+		for (at = 1; at <= ran && k.failures == 0; at++)
+			inside_once(&k, &a, &b, h_clocks[i].id, at, po);
+		printf("# %s: struck before each of its %ld instructions\n", k.name, ran);
+		chk_end(&k);
+	}
+#if IN_STEPPED
+	sigaction(SIGTRAP, &old, NULL);
+#else
+	sigaction(SIGSEGV, &old, NULL);
+#endif
+}
+
+static vdso_time_data_t *setup_plain(struct tk *tk)
+{
+	tk_fresh(tk, h_counter_modes[0]);
+	return page_time();
+}
+
+#if VDSO_HAS_MAX_CYCLES
+/* max_cycles 1: the hot path hands every counter read to the cold path. */
+static vdso_time_data_t *setup_max_cycles(struct tk *tk)
+{
+	tk_fresh(tk, h_counter_modes[0]);
+	tk->max_cycles[0] = tk->max_cycles[1] = 1;
+	tk_publish(page_time(), tk);
+	return page_time();
+}
+#endif
+
+#if VDSO_HAS_TIMENS
+/* A time namespace: the reader reads the real page beside the namespace's. */
+static vdso_time_data_t *setup_timens(struct tk *tk)
+{
+	tk_fresh(tk, h_counter_modes[0]);
+	timens_enter(tk);
+	return page_real_in_ns();
+}
+#endif
+
+/* The update inside the read, on the hot path and on the cold paths the layout has. */
+static void grp_inside(void)
+{
+	seq_inside("", setup_plain, NULL);
+#if VDSO_HAS_MAX_CYCLES
+	seq_inside("max_cycles.", setup_max_cycles, NULL);
+#endif
+#if VDSO_HAS_TIMENS
+	seq_inside("timens.", setup_timens, timens_offset);
+#endif
+}
+#endif /* H_COUNTER_TRAPS */
+
 void grp_seqcount(void)
 {
 	static const int waiting[] = { C_MONOTONIC, C_MONOTONIC_RAW, C_REALTIME_COARSE };
@@ -236,6 +514,9 @@ void grp_seqcount(void)
 	}
 	chk_start(&k, "seqcount.concurrent");
 	seq_concurrent(&k, 0);
+#if H_COUNTER_TRAPS
+	grp_inside();
+#endif
 #ifdef HARNESS_HAVE_CLOCK_MODES
 	/* The pages of the paravirtual clocks, under their own protocols. */
 	for (i = 0; i < H_NCOUNTER_MODES; i++) {
