@@ -126,22 +126,6 @@ def test_harness_catches(name, breakage, harnesses, tmp_path):
     assert "clock_gettime.REALTIME" in outcome.passed or breakage == "seqcount-no-wait", output
 
 
-def test_symbol_check_needs_the_abis_gnu_hash(harnesses, tmp_path):
-    """x86_64's ABI has DT_GNU_HASH (abi.toml hash_styles): an image linked
-    carelessly without it (a spec's ldflags overriding the ABI's hash style)
-    fails every symbol check, though DT_HASH still finds each symbol."""
-    target = load_target("x86_64")
-    assert target.abi.hash_styles == ("sysv", "gnu")
-    careless = with_toolchain(target, ldflags=("--hash-style=sysv",))
-    image = build_broken(careless, tmp_path / "image", {})
-    status, outcome, output = run_broken(target, harnesses("x86_64"), image)
-    assert status == 1, output
-    assert "image" in outcome.passed, output
-    for name, _, _ in target.symbols():
-        assert outcome.failed.get(f"symbol.{name}") == "not found through DT_GNU_HASH", output
-    assert "clock_gettime.REALTIME" in outcome.passed, output
-
-
 def test_image_check_refuses_a_table_the_abi_has_not(good_runs, tmp_path):
     """A harness of an ABI with DT_HASH only (as the MIPS ABIs are) fails an
     image that carries DT_GNU_HASH too, and only the image check."""
