@@ -57,9 +57,9 @@ BREAKAGES = {
         {"vdso_core.h": [("return vdso_hres_fast(&vc[CS_HRES_COARSE], clock, ts);",
                           "return vdso_hres_fast(&vc[CS_HRES_COARSE], clock == CLOCK_BOOTTIME ? "
                           "CLOCK_MONOTONIC : clock, ts);"),
-                         ("ret = vdso_read_clock(&vdso_clocks(vd)[cs], clock, counter, &sec, &ns);",
-                          "ret = vdso_read_clock(&vdso_clocks(vd)[cs], clock == CLOCK_BOOTTIME ? "
-                          "CLOCK_MONOTONIC : clock, counter, &sec, &ns);")]},
+                         ("ret = vdso_read_clock(vc, base, counter, &sec, &ns);",
+                          "ret = vdso_read_clock(vc, base == CLOCK_BOOTTIME ? "
+                          "CLOCK_MONOTONIC : base, counter, &sec, &ns);")]},
         ["clock_gettime.BOOTTIME"]),
     # The invalid-id path of clock_gettime writes into the caller's buffer.
     "invalid-id-writes": (

@@ -124,7 +124,7 @@ def cmd_test(args):
     from vdsogen.harness.driver import RUN_TIMEOUT, run_tests
 
     return run_tests(load_target(args.arch, args.specs), args.image, workdir=args.workdir, bench=args.bench,
-                     timeout=args.timeout or RUN_TIMEOUT)
+                     timeout=args.timeout or RUN_TIMEOUT, aux_clocks=args.aux_clocks)
 
 
 def cmd_run(args):
@@ -258,6 +258,11 @@ def parser():
                    help="run the harness's benchmark instead of its checks, printing its raw lines "
                         "(`vdsogen bench` makes the table)")
     _timeout_option(s, _test_timeout, "the harness, naming the check it was running,")
+    s.add_argument("--aux-clocks", choices=("served", "none"),
+                   help="how the image treats the aux clocks of a v6.17+ layout: served from their records "
+                        "(a kernel with CONFIG_POSIX_AUX_CLOCKS; vdsogen's own images), or none (a kernel built "
+                        "without it: every aux id makes the syscall); default: served for an image built here, "
+                        "else the image's answer for the enabled AUX0 tells")
     _specs_option(s)
     s.set_defaults(func=cmd_test)
 

@@ -27,6 +27,8 @@ CLOCK_FIELDS = {"seq": "u32", "clock_mode": "s32", "cycle_last": "u64",
                 "mask": "u64", "mult": "u32", "shift": "u32"}
 CLOCK_OPTIONAL = {"max_cycles": "u64"}
 TIME_DATA_ACCESS = {"tz_minuteswest": "s32", "tz_dsttime": "s32", "hrtimer_res": "u32"}
+# Optional: the auxiliary clocks' records (CLOCK_AUX + i, v6.17+), an array of the clock struct.
+AUX_CLOCKS = "aux_clocks"
 MIN_BASES = 12  # CLOCK_TAI + 1
 
 
@@ -99,6 +101,16 @@ class Layout:
     @property
     def has_max_cycles(self) -> bool:
         return self.struct(self.clock_struct).field("max_cycles") is not None
+
+    @property
+    def aux_clocks(self) -> int:
+        """How many auxiliary clocks (CLOCK_AUX + i) have a record: 0 before v6.17."""
+        if AUX_CLOCKS not in self.access:
+            return 0
+        path = self.access[AUX_CLOCKS]
+        f = self.struct(self.time_struct).field(path)
+        assert f is not None, f"{self.name}: no member {path}"
+        return f.count
 
     @property
     def has_timens(self) -> bool:
@@ -229,6 +241,8 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
         access = {"clocks": at.str("clocks")}
         for datum in TIME_DATA_ACCESS:
             access[datum] = at.str(datum)
+        if at.has(AUX_CLOCKS):
+            access[AUX_CLOCKS] = at.str(AUX_CLOCKS)
         at.done()
     else:
         access = dict(base.access)
@@ -276,5 +290,9 @@ def _check_access(path, name, description, structs, pages, time_page, access):
         f = resolve(datum, access[datum])
         if f.type != ftype or f.is_array:
             err(datum, f"{access[datum]!r} must be a {ftype}")
+    if AUX_CLOCKS in access:
+        aux = resolve(AUX_CLOCKS, access[AUX_CLOCKS])
+        if not aux.is_array or aux.type != clock.name:
+            err(AUX_CLOCKS, f"{access[AUX_CLOCKS]!r} must be an array of struct {clock.name}")
     return Layout(name, str(path), description, structs, pages, time_struct.name, clock.name,
                   access["clocks"], access)
