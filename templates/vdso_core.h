@@ -450,24 +450,6 @@ vdso_read_clock(const vdso_clock_t *vc, clockid_t clk, bool counter, uint64_t *s
 	return VDSO_OK;
 }
 
-/*
- * The record that serves @clock on @vd, and the basetime[] slot of its time
- * (@base): record [cs] of the two, slot @clock; or, for auxiliary clock i
- * (v6.17+), record aux[i], slot 0.
- */
-static __always_inline const vdso_clock_t *
-vdso_record(const vdso_time_data_t *vd, clockid_t clock, int cs, uint32_t *base)
-{
-#if VDSO_NR_AUX_CLOCKS
-	if (vdso_is_aux(clock)) {
-		*base = 0;
-		return &VDSO_AUX_CLOCKS(vd)[(uint32_t)clock - CLOCK_AUX];
-	}
-#endif
-	*base = clock;
-	return &vdso_clocks(vd)[cs];
-}
-
 /* The time of @clock, whatever the page holds: VDSO_OK, or VDSO_SYSCALL. */
 static __vdso_cold enum vdso_read
 vdso_clock_read_cold(clockid_t clock, struct vdso_timespec64 *ts, const vdso_time_data_t *vd)
@@ -479,40 +461,43 @@ vdso_clock_read_cold(clockid_t clock, struct vdso_timespec64 *ts, const vdso_tim
 	const vdso_clock_t *vc;
 	uint64_t sec, ns;
 	enum vdso_read ret;
-	uint32_t msk, base;
+	uint32_t msk, base = clock;
+	size_t at;		/* the record's offset from the clock records, the same on every page */
 	bool counter;
-	int cs;
 
 	msk = (uint32_t)clock >= VDSO_MAX_CLOCKS ? 0 : 1U << clock;
 	if (msk & VDSO_HRES) {
-		cs = CS_HRES_COARSE;
+		at = CS_HRES_COARSE * sizeof(*vc);
 		counter = true;
 	} else if (msk & VDSO_COARSE) {
-		cs = CS_HRES_COARSE;
+		at = CS_HRES_COARSE * sizeof(*vc);
 		counter = false;
 	} else if (msk & VDSO_RAW) {
-		cs = CS_RAW;
+		at = CS_RAW * sizeof(*vc);
 		counter = true;
+#if VDSO_NR_AUX_CLOCKS
 	} else if (vdso_is_aux(clock)) {
-		/* Read as an hres clock is; disabled (clock mode NONE), it is the syscall's. */
-		cs = 0;
+		/* Aux clock i: record aux[i], its time in basetime[0], read as an hres clock is. */
+		at = (const char *)&VDSO_AUX_CLOCKS(vd)[clock - CLOCK_AUX] - (const char *)vdso_clocks(vd);
+		base = 0;
 		counter = true;
+#endif
 	} else {
 		return VDSO_SYSCALL;
 	}
 
 	for (;;) {
-		vc = vdso_record(vd, clock, cs, &base);
+		vc = (const vdso_clock_t *)((const char *)vdso_clocks(vd) + at);
 		ret = vdso_read_clock(vc, base, counter, &sec, &ns);
 #if VDSO_HAS_TIMENS
 		if (ret == VDSO_TIMENS && !real) {
 			/*
 			 * A namespace page: its basetime[] are offsets (sec signed,
-			 * ns plain) to the real clock; a namespace does not shift
-			 * the aux clocks.
+			 * ns plain) to the real clock.  An aux clock's slot 0 is
+			 * REALTIME's, which no namespace offsets (the kernel leaves
+			 * it 0): a namespace does not shift the aux clocks.
 			 */
-			if (!vdso_is_aux(clock))
-				offs = &vc->basetime[base];
+			offs = &vc->basetime[base];
 			vd = real = vdso_real_data(vd);
 			continue;
 		}

@@ -91,10 +91,11 @@ BREAKAGES = {
     "no-gettime-path": ({CORE: [("return vdso_is_aux(clock) ? VDSO_COLD : VDSO_SYSCALL;", "return VDSO_SYSCALL;")]},
                         "served", [f"clock_gettime.{c}" for c in ENABLED] + ["timens.AUX0"]),
     # basetime[1] instead of the clock's basetime[0].
-    "wrong-base": ({CORE: [("\t\t*base = 0;\n", "\t\t*base = 1;\n")]},
+    "wrong-base": ({CORE: [("\t\tbase = 0;\n", "\t\tbase = 1;\n")]},
                    "served", [f"clock_gettime.{c}" for c in ENABLED] + ["timens.AUX0"]),
     # The system clocks' record for every aux id: the disabled ones answer too.
-    "wrong-record": ({CORE: [("return &VDSO_AUX_CLOCKS(vd)[(uint32_t)clock - CLOCK_AUX];", "return &vdso_clocks(vd)[0];")]},
+    "wrong-record": ({CORE: [("at = (const char *)&VDSO_AUX_CLOCKS(vd)[clock - CLOCK_AUX] - (const char *)vdso_clocks(vd);",
+                              "at = 0;")]},
                      "served", [f"clock_gettime.{c}" for c in AUX] + ["timens.AUX0"]),
     # On a namespace page an aux clock stays there instead of reading the real page's record.
     "timens-no-switch": ({CORE: [("vd = real = vdso_real_data(vd);", "vd = real = vdso_is_aux(clock) ? vd : vdso_real_data(vd);")]},
