@@ -448,26 +448,34 @@ def _verdict(rc, outcome, stream):
 
 
 def run_tests(target, image=None, workdir=None, *, builder=None, stream=None, timeout=RUN_TIMEOUT,
-              bench=False, aux_clocks=None):
+              bench=False, aux_clocks=None, layout=None):
     """`vdsogen test`: build the harness (and an image when none is given), run, report.
 
     Returns 0 when every check passed, 1 otherwise.  A harness that cannot be
     built or started raises HarnessError.  With `bench`, the harness times
     clock_gettime through the image and through the syscall instead.
-    `aux_clocks` (AUX_CLOCKS): how the image treats aux clocks.
+    `aux_clocks` (AUX_CLOCKS): how the image treats aux clocks.  `layout`
+    names the data-page layout to play; else an image's Linux version note
+    picks it (vdsogen/harness/layouts.py), and the run says which.
     """
     result = run_tests_full(target, image, workdir, builder=builder, stream=stream, timeout=timeout,
-                            bench=bench, aux_clocks=aux_clocks)
+                            bench=bench, aux_clocks=aux_clocks, layout=layout)
     return result[0]
 
 
 def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=None, timeout=RUN_TIMEOUT,
-                   bench=False, aux_clocks=None):
+                   bench=False, aux_clocks=None, layout=None):
     """Like run_tests, but returns (status, Outcome) for callers that look at single checks."""
+    from vdsogen.harness import layouts
+
     stream = stream or sys.stdout
     builder = builder or Builder(target, stream=stream)
     if image is not None and not Path(image).is_file():
         raise HarnessError(f"{image}: no such image")
+    choice = layouts.choose(target, image, layout)
+    if choice is not None:
+        target = choice.target
+        print(choice.line, file=stream, flush=True)
     aux_clocks = _aux_clocks(target, aux_clocks, built=image is None)
     runner(target)   # a missing qemu is found before anything builds
     tmp = None

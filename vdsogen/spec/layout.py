@@ -7,11 +7,11 @@ alignment; the generated header re-checks each one with _Static_assert.
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from vdsogen import paths
-from vdsogen.spec.toml import C_IDENT, Table, load_toml
+from vdsogen.spec.toml import C_IDENT, Table, did_you_mean, load_toml
 
 SCALARS = {
     "u8": (1, "uint8_t"), "u16": (2, "uint16_t"), "u32": (4, "uint32_t"), "u64": (8, "uint64_t"),
@@ -81,6 +81,19 @@ class Layout:
     clock_struct: str        # element type of the clocks array
     clocks_member: str       # member of time_struct holding [hres/coarse, raw]
     access: dict             # datum -> C member path from time_struct
+    linux: tuple = ()        # the Linux versions it describes: ((major, minor),) from, or (from, to)
+    abis: tuple = ()         # the ABIs whose vDSO reads it at those versions
+
+    def covers(self, version: "Sequence[int]") -> bool:
+        """The layout describes Linux `version` (major, minor, ...), by its `linux` range."""
+        v = tuple(version[:2])
+        return bool(self.linux) and self.linux[0] <= v and (len(self.linux) == 1 or v <= self.linux[1])
+
+    @property
+    def versions(self) -> str:
+        """Its `linux` range as text: "6.17+", "6.13-6.14", or "" when it gives none."""
+        shown = ["%d.%d" % v for v in self.linux]
+        return "" if not shown else shown[0] + "+" if len(shown) == 1 else "-".join(shown)
 
     def struct(self, name: str) -> "Struct":
         for s in self.structs:
@@ -150,6 +163,9 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
         Table(path, {}).error("extends", f"circular extends through {' -> '.join(_chain + (name,))}")
     top = Table(path, load_toml(path))
     description = top.str("description", "")
+    # Neither is inherited: a layout that extends another describes other versions.
+    linux = _linux_range(top)
+    abis = _abis(top)
     base = None
     if top.has("extends"):
         parent = top.str("extends")
@@ -246,10 +262,39 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
         at.done()
     else:
         access = dict(base.access)
+        # A time struct redefined without the inherited aux records: a layout without aux clocks.
+        if AUX_CLOCKS in access and structs[time_page.struct].field(access[AUX_CLOCKS].split("[")[0]) is None:
+            del access[AUX_CLOCKS]
     top.done()
 
     layout = _check_access(path, name, description, tuple(structs.values()), pages, time_page, access)
-    return layout
+    return replace(layout, linux=linux, abis=abis)
+
+
+def _linux_range(top):
+    """`linux = ["6.13", "6.14"]` (first and last version) or `["6.17"]` (and later): ((6, 13), (6, 14))."""
+    texts = top.list("linux", str, [], "a version")
+    if len(texts) > 2:
+        top.error("linux", f"{len(texts)} versions: give the first, and the last unless it is open")
+    out = []
+    for i, text in enumerate(texts):
+        parts = text.split(".")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            top.error(f"linux[{i}]", f"{text!r} is not a MAJOR.MINOR version")
+        out.append((int(parts[0]), int(parts[1])))
+    if len(out) == 2 and out[1] < out[0]:
+        top.error("linux", f"{texts[1]} is before {texts[0]}")
+    return tuple(out)
+
+
+def _abis(top):
+    from vdsogen.spec import abi
+
+    names = top.list("abis", str, [], "an ABI name")
+    for i, name in enumerate(names):
+        if abi.get(name) is None:
+            top.error(f"abis[{i}]", f"{name!r} is no ABI of vdsogen/spec/abi.toml{did_you_mean(name, abi.names())}")
+    return tuple(names)
 
 
 def _check_access(path, name, description, structs, pages, time_page, access):
