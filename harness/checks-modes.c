@@ -324,6 +324,13 @@ void timens_enter(const struct tk *tk)
 			vc[rec].basetime[i].nsec = (uint64_t)off.nsec;
 		}
 	}
+#if VDSO_NR_AUX_CLOCKS
+	/* The aux records too, without offsets: a namespace does not shift aux clocks. */
+	for (i = 0; i < VDSO_NR_AUX_CLOCKS; i++) {
+		VDSO_AUX_CLOCKS(ns)[i].seq = 1;
+		VDSO_AUX_CLOCKS(ns)[i].clock_mode = CLOCKMODE_TIMENS;
+	}
+#endif
 	/* Values only a reader of the wrong page would find. */
 	VDSO_TZ_MINUTESWEST(ns) = 333;
 	VDSO_TZ_DSTTIME(ns) = 444;
@@ -346,6 +353,15 @@ void grp_timens(void)
 		expect_clock(&k, &tk, h_clocks[i].id, &off);
 		chk_end(&k);
 	}
+#if VDSO_NR_AUX_CLOCKS
+	/* AUX0, enabled: the real page's record, no offset (or the syscall, where the image serves none). */
+	chk_start(&k, "timens.AUX0");
+	if (aux_served(&fl_clock_gettime))
+		expect_clock(&k, &tk, C_AUX, NULL);
+	else
+		expect_syscall_clock(&k, C_AUX);
+	chk_end(&k);
+#endif
 #ifdef H_HAS_GETTIMEOFDAY
 	if (h_fn[IMPL_GETTIMEOFDAY]) {
 		chk_start(&k, "timens.gettimeofday");

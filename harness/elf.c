@@ -74,34 +74,76 @@ const char *h_sym_name(const struct h_image *im, const HW(Sym) *sym)
 	return str_at(im, sym->st_name);
 }
 
-/* Number of symbols the GNU hash table covers (its highest chain end + 1). */
-static int gnu_nsyms(const struct h_image *im, size_t *nsyms)
+/*
+ * Check the DT_GNU_HASH table at file offset off as glibc reads it, so that
+ * a lookup only walks what this found sound: the header, bloom filter and
+ * buckets inside the file, a bloom filter of a power of two words (glibc
+ * masks the index with its size - 1), a bloom shift below the word's bits,
+ * each bucket empty or at symoffset or above, and each chain ending (its
+ * low bit set) inside the file and, with DT_HASH, inside its nchain
+ * symbols.  Without DT_HASH, nsyms becomes the highest index a chain
+ * reaches plus one, as for a libc that has only this table.  Every error
+ * names the offset of the word at fault.
+ */
+static int gnu_check(struct h_image *im, uint64_t off, int have_hash, char *err, size_t errlen)
 {
-	const uint32_t *gh = im->gnu_hash;
-	uint32_t nbuckets = gh[0], symoffset = gh[1], bloom = gh[2];
-	const uint32_t *buckets, *chain;
-	uint32_t i, top = 0;
+	const uint32_t *gh, *buckets, *chain;
+	uint32_t nbuckets, symoffset, nbloom, shift, b, idx, top = 0;
+	uint64_t at_buckets, at_chain;
 
-	buckets = at(im, (uint64_t)((const unsigned char *)gh - im->base) + 16 +
-		     (uint64_t)bloom * sizeof(HW(Addr)), (uint64_t)nbuckets * 4);
+	if (off % sizeof(HW(Addr)))
+		return fail(err, errlen, "DT_GNU_HASH at offset %#llx: not aligned to its %zu-byte bloom words",
+			    (unsigned long long)off, sizeof(HW(Addr)));
+	gh = at(im, off, 16);
+	if (!gh)
+		return fail(err, errlen, "DT_GNU_HASH at offset %#llx: its 16-byte header runs past the end of the file",
+			    (unsigned long long)off);
+	nbuckets = gh[0];
+	symoffset = gh[1];
+	nbloom = gh[2];
+	shift = gh[3];
+	if (nbuckets == 0)
+		return fail(err, errlen, "DT_GNU_HASH at offset %#llx: 0 buckets", (unsigned long long)off);
+	if (nbloom == 0 || (nbloom & (nbloom - 1)))
+		return fail(err, errlen, "DT_GNU_HASH at offset %#llx: %u bloom words, not a power of two",
+			    (unsigned long long)off, nbloom);
+	if (shift >= 32)
+		return fail(err, errlen, "DT_GNU_HASH at offset %#llx: bloom shift %u, not below 32 (at offset %#llx)",
+			    (unsigned long long)off, shift, (unsigned long long)off + 12);
+	at_buckets = off + 16 + (uint64_t)nbloom * sizeof(HW(Addr));
+	buckets = at(im, at_buckets, (uint64_t)nbuckets * 4);
 	if (!buckets)
-		return -1;
-	for (i = 0; i < nbuckets; i++)
-		if (buckets[i] > top)
-			top = buckets[i];
-	if (top < symoffset) {
-		*nsyms = symoffset;
-		return 0;
-	}
+		return fail(err, errlen, "DT_GNU_HASH at offset %#llx: %u bloom words and %u buckets run past "
+			    "the end of the file", (unsigned long long)off, nbloom, nbuckets);
+	at_chain = at_buckets + (uint64_t)nbuckets * 4;
 	chain = buckets + nbuckets;
-	for (;;) {
-		if (!at(im, (uint64_t)((const unsigned char *)&chain[top - symoffset] - im->base), 4))
-			return -1;
-		if (chain[top - symoffset] & 1)
-			break;
-		top++;
+	for (b = 0; b < nbuckets; b++) {
+		if (buckets[b] == 0)
+			continue;
+		if (buckets[b] < symoffset)
+			return fail(err, errlen, "DT_GNU_HASH at offset %#llx: bucket %u (offset %#llx) holds symbol "
+				    "%u, below symoffset %u", (unsigned long long)off, b,
+				    (unsigned long long)at_buckets + 4 * b, buckets[b], symoffset);
+		for (idx = buckets[b];; idx++) {
+			uint64_t w = at_chain + 4 * (uint64_t)(idx - symoffset);
+
+			if (!at(im, w, 4))
+				return fail(err, errlen, "DT_GNU_HASH at offset %#llx: the chain of bucket %u runs "
+					    "past the end of the file (offset %#llx)", (unsigned long long)off, b,
+					    (unsigned long long)w);
+			if (have_hash && idx >= im->nsyms)
+				return fail(err, errlen, "DT_GNU_HASH at offset %#llx: the chain of bucket %u reaches "
+					    "symbol %u (offset %#llx), past DT_HASH's %zu", (unsigned long long)off,
+					    b, idx, (unsigned long long)w, im->nsyms);
+			if (chain[idx - symoffset] & 1)
+				break;
+		}
+		if (idx > top)
+			top = idx;
 	}
-	*nsyms = (size_t)top + 1;
+	im->gnu_hash = gh;
+	if (!have_hash)
+		im->nsyms = top >= symoffset ? (size_t)top + 1 : symoffset;
 	return 0;
 }
 
@@ -218,13 +260,8 @@ int h_image_parse(struct h_image *im, const unsigned char *base, size_t size,
 			return fail(err, errlen, "DT_HASH table outside the file");
 		im->nsyms = hash_at(im, 1);
 	}
-	if (gnu_hash) {
-		im->gnu_hash = at(im, gnu_hash, 16);
-		if (!im->gnu_hash || im->gnu_hash[0] == 0 || im->gnu_hash[2] == 0)
-			return fail(err, errlen, "DT_GNU_HASH table outside the file or empty");
-		if (!hash && gnu_nsyms(im, &im->nsyms) != 0)
-			return fail(err, errlen, "DT_GNU_HASH chains run outside the file");
-	}
+	if (gnu_hash && gnu_check(im, gnu_hash, hash != 0, err, errlen) != 0)
+		return -1;
 	if (!hash && !gnu_hash)
 		return fail(err, errlen, "neither DT_HASH nor DT_GNU_HASH");
 	im->symtab = at(im, symtab, (uint64_t)im->nsyms * sizeof(HW(Sym)));

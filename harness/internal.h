@@ -154,6 +154,27 @@ struct rate {
 	uint32_t	mult[2], shift[2];
 };
 
+#if VDSO_NR_AUX_CLOCKS
+/*
+ * The auxiliary clocks (CLOCK_AUX + i, Linux 6.17+), where the layout has
+ * their records.  The timekeeper plays a kernel with aux clocks: it enables
+ * those whose bit H_AUX_ENABLED sets, each steered apart from the system
+ * clocks (a rate and a time of its own, in basetime[0]), and leaves the
+ * others disabled (clock mode NONE, stale values behind it), as the kernel
+ * leaves an aux clock nobody enabled.  AUX0 and AUX7, the first and last,
+ * take both sides.
+ */
+#define C_AUX		16
+#define H_AUX_ENABLED	0x23u		/* AUX0, AUX1, AUX5 */
+
+struct tk_aux {
+	int32_t		mode;		/* the system clocks' mode, or CLOCKMODE_NONE: disabled */
+	uint32_t	mult, shift;
+	uint64_t	max_cycles;
+	struct tk_base	base;		/* basetime[0], the clock's time */
+};
+#endif
+
 struct tk {
 	int32_t		mode;
 	uint64_t	cycle_last;
@@ -163,6 +184,9 @@ struct tk {
 	struct tk_base	base[2][H_NBASES];
 	uint32_t	hrtimer_res;
 	int32_t		tz_minuteswest, tz_dsttime;
+#if VDSO_NR_AUX_CLOCKS
+	struct tk_aux	aux[VDSO_NR_AUX_CLOCKS];	/* updated with the system clocks, from the same cycle_last */
+#endif
 };
 
 extern uint64_t h_hz;			/* the counter's calibrated rate */
@@ -176,7 +200,7 @@ void spin(unsigned int n);
 void pick_rate(uint64_t hz, uint64_t secs, struct rate *r);
 /* The "counter" check: measure the counter's rate; 0, or -1 when it is unusable. */
 int calibrate(void);
-/* What the timekeeper says clock clk reads at counter value cycles. */
+/* What the timekeeper says clock clk (an aux one too) reads at counter value cycles. */
 struct hts tk_expect(const struct tk *tk, int clk, uint64_t cycles);
 /* Writer protocol, both records together: seq odd, barrier, write, barrier, seq even. */
 void tk_begin(vdso_time_data_t *td);
@@ -305,6 +329,10 @@ void expect_time_syscall(struct chk *k);
  * of a flavour, and those of one function's own (where it is exported).
  */
 void check_clocks(const struct ts_flavour *fl);
+#if VDSO_NR_AUX_CLOCKS
+/* 1 when the image serves the enabled aux clocks from their records, 0 when every aux id makes the syscall. */
+int aux_served(const struct ts_flavour *fl);
+#endif
 void check_resolutions(const struct ts_flavour *fl);
 void check_ids(const struct ts_flavour *fl);
 void check_gettimeofday(void);

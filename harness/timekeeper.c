@@ -330,6 +330,19 @@ static void tk_init(struct tk *tk, int32_t mode, const struct rate *rate)
 	tk->hrtimer_res = TK_HRTIMER_RES;
 	tk->tz_minuteswest = -330;
 	tk->tz_dsttime = 1;
+#if VDSO_NR_AUX_CLOCKS
+	for (i = 0; i < VDSO_NR_AUX_CLOCKS; i++) {
+		struct tk_aux *a = &tk->aux[i];
+
+		a->mode = (H_AUX_ENABLED >> i) & 1 ? mode : CLOCKMODE_NONE;
+		/* Steered: a rate up to 6% slow, a time of its own, so no system clock passes for it. */
+		a->mult = rate->mult[0] - (rate->mult[0] >> 7) * (uint32_t)(i + 1);
+		a->shift = rate->shift[0];
+		a->max_cycles = UINT64_MAX / a->mult;
+		a->base.sec = 4000000 + 1000 * (uint64_t)i;
+		a->base.nsec = ((uint64_t)(100000007 * (i + 1)) << a->shift) + ((1ULL << a->shift) - 1) / 3;
+	}
+#endif
 	tk->cycle_last = vdso_read_counter(mode);
 }
 
@@ -340,30 +353,52 @@ static int clock_record(int clk)
 
 struct hts tk_expect(const struct tk *tk, int clk, uint64_t cycles)
 {
-	const struct clk *c = clock_by_id(clk);
-	int rec = clock_record(clk);
-	const struct tk_base *b = &tk->base[rec][clk];
+	const struct tk_base *b;
+	uint32_t mult, shift;
 	uint64_t delta;
 
-	if (c->cls == CLS_COARSE)
-		return hts_make((int64_t)b->sec, b->nsec);
+#if VDSO_NR_AUX_CLOCKS
+	if (clk >= C_AUX) {
+		const struct tk_aux *a = &tk->aux[clk - C_AUX];
+
+		b = &a->base;
+		mult = a->mult;
+		shift = a->shift;
+	} else
+#endif
+	{
+		int rec = clock_record(clk);
+
+		b = &tk->base[rec][clk];
+		if (clock_by_id(clk)->cls == CLS_COARSE)
+			return hts_make((int64_t)b->sec, b->nsec);
+		mult = tk->mult[rec];
+		shift = tk->shift[rec];
+	}
 	delta = cycles - tk->cycle_last;
 	if (VDSO_COUNTER_CLAMP_BACKWARDS && cycles <= tk->cycle_last)
 		delta = 0;
 	if (VDSO_COUNTER_MASK)
 		delta &= tk->mask;
-	return hts_make((int64_t)b->sec, mul_shift(delta, tk->mult[rec], b->nsec, tk->shift[rec]));
+	return hts_make((int64_t)b->sec, mul_shift(delta, mult, b->nsec, shift));
 }
 
-/* Writer protocol, both records together: seq odd, barrier, write, barrier, seq even. */
+static void seq_bump_one(vdso_clock_t *vc)
+{
+	__atomic_store_n(&vc->seq, __atomic_load_n(&vc->seq, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
+/* Writer protocol, every record together (the aux ones too): seq odd, barrier, write, barrier, seq even. */
 static void seq_bump(vdso_time_data_t *td)
 {
-	vdso_clock_t *vc = VDSO_CLOCKS(td);
 	int rec;
 
 	for (rec = 0; rec < 2; rec++)
-		__atomic_store_n(&vc[rec].seq, __atomic_load_n(&vc[rec].seq, __ATOMIC_RELAXED) + 1,
-				 __ATOMIC_RELAXED);
+		seq_bump_one(&VDSO_CLOCKS(td)[rec]);
+#if VDSO_NR_AUX_CLOCKS
+	for (rec = 0; rec < VDSO_NR_AUX_CLOCKS; rec++)
+		seq_bump_one(&VDSO_AUX_CLOCKS(td)[rec]);
+#endif
 }
 
 void tk_begin(vdso_time_data_t *td)
@@ -397,6 +432,25 @@ void tk_store(vdso_time_data_t *td, const struct tk *tk)
 			vc[rec].basetime[i].nsec = tk->base[rec][i].nsec;
 		}
 	}
+#if VDSO_NR_AUX_CLOCKS
+	for (rec = 0; rec < VDSO_NR_AUX_CLOCKS; rec++) {
+		vdso_clock_t *a = &VDSO_AUX_CLOCKS(td)[rec];
+
+		a->clock_mode = tk->aux[rec].mode;
+		a->cycle_last = tk->cycle_last;
+		a->mask = tk->mask;
+		a->mult = tk->aux[rec].mult;
+		a->shift = tk->aux[rec].shift;
+#if VDSO_HAS_MAX_CYCLES
+		a->max_cycles = tk->aux[rec].max_cycles;
+#endif
+		/* basetime[0] is the clock's; the others, unused, say which slot a wrong reader took. */
+		for (i = 0; i < H_NBASES; i++) {
+			a->basetime[i].sec = i ? 8000000 + 100 * (uint64_t)rec + (uint64_t)i : tk->aux[rec].base.sec;
+			a->basetime[i].nsec = i ? 0 : tk->aux[rec].base.nsec;
+		}
+	}
+#endif
 	VDSO_HRTIMER_RES(td) = tk->hrtimer_res;
 	VDSO_TZ_MINUTESWEST(td) = tk->tz_minuteswest;
 	VDSO_TZ_DSTTIME(td) = tk->tz_dsttime;

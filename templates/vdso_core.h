@@ -44,6 +44,7 @@
 #define CLOCK_BOOTTIME			7
 #define CLOCK_TAI			11
 #define VDSO_MAX_CLOCKS			16
+#define CLOCK_AUX			16	/* CLOCK_AUX + i: auxiliary clock i (v6.17+) */
 
 #define VDSO_HRES	((1U << CLOCK_REALTIME) | (1U << CLOCK_MONOTONIC) | \
 			 (1U << CLOCK_BOOTTIME) | (1U << CLOCK_TAI))
@@ -203,6 +204,21 @@ static __always_inline void vdso_normalize(uint64_t *sec, uint64_t *ns)
 	*ns = n;
 }
 
+/*
+ * Whether @clock is an auxiliary clock the layout has a record of
+ * (VDSO_NR_AUX_CLOCKS: none before v6.17).  They are rare: the hot path
+ * sends them to the cold one, which reads their records.
+ */
+static __always_inline bool vdso_is_aux(clockid_t clock)
+{
+#if VDSO_NR_AUX_CLOCKS
+	return (uint32_t)clock - CLOCK_AUX < VDSO_NR_AUX_CLOCKS;
+#else
+	(void)clock;
+	return false;
+#endif
+}
+
 /* ------------------------------------------------------------------ */
 /* The hot paths                                                       */
 
@@ -341,7 +357,7 @@ vdso_clock_read(const vdso_time_data_t *vd, clockid_t clock, struct vdso_timespe
 
 	/* Negative ids (CPU clocks, clock fds) wrap to large values here. */
 	if (unlikely((uint32_t)clock >= VDSO_MAX_CLOCKS))
-		return VDSO_SYSCALL;
+		return vdso_is_aux(clock) ? VDSO_COLD : VDSO_SYSCALL;
 	if (likely((VDSO_HRES >> clock) & 1))
 		return vdso_hres_fast(&vc[CS_HRES_COARSE], clock, ts);
 	if ((VDSO_COARSE >> clock) & 1)
@@ -439,35 +455,50 @@ static __vdso_cold enum vdso_read
 vdso_clock_read_cold(clockid_t clock, struct vdso_timespec64 *ts, const vdso_time_data_t *vd)
 {
 	const vdso_timestamp_t *offs = NULL;
+#if VDSO_HAS_TIMENS
+	const vdso_time_data_t *real = NULL;
+#endif
+	const vdso_clock_t *vc;
 	uint64_t sec, ns;
 	enum vdso_read ret;
+	uint32_t msk, base = clock;
+	size_t at;		/* the record's offset from the clock records, the same on every page */
 	bool counter;
-	uint32_t msk;
-	int cs;
 
-	if ((uint32_t)clock >= VDSO_MAX_CLOCKS)
-		return VDSO_SYSCALL;
-	msk = 1U << clock;
+	msk = (uint32_t)clock >= VDSO_MAX_CLOCKS ? 0 : 1U << clock;
 	if (msk & VDSO_HRES) {
-		cs = CS_HRES_COARSE;
+		at = CS_HRES_COARSE * sizeof(*vc);
 		counter = true;
 	} else if (msk & VDSO_COARSE) {
-		cs = CS_HRES_COARSE;
+		at = CS_HRES_COARSE * sizeof(*vc);
 		counter = false;
 	} else if (msk & VDSO_RAW) {
-		cs = CS_RAW;
+		at = CS_RAW * sizeof(*vc);
 		counter = true;
+#if VDSO_NR_AUX_CLOCKS
+	} else if (vdso_is_aux(clock)) {
+		/* Aux clock i: record aux[i], its time in basetime[0], read as an hres clock is. */
+		at = (const char *)&VDSO_AUX_CLOCKS(vd)[clock - CLOCK_AUX] - (const char *)vdso_clocks(vd);
+		base = 0;
+		counter = true;
+#endif
 	} else {
 		return VDSO_SYSCALL;
 	}
 
 	for (;;) {
-		ret = vdso_read_clock(&vdso_clocks(vd)[cs], clock, counter, &sec, &ns);
+		vc = (const vdso_clock_t *)((const char *)vdso_clocks(vd) + at);
+		ret = vdso_read_clock(vc, base, counter, &sec, &ns);
 #if VDSO_HAS_TIMENS
-		if (ret == VDSO_TIMENS && !offs) {
-			/* A namespace page: its basetime[] are offsets (sec signed, ns plain) to the real clock. */
-			offs = &vdso_clocks(vd)[cs].basetime[clock];
-			vd = vdso_real_data(vd);
+		if (ret == VDSO_TIMENS && !real) {
+			/*
+			 * A namespace page: its basetime[] are offsets (sec signed,
+			 * ns plain) to the real clock.  An aux clock's slot 0 is
+			 * REALTIME's, which no namespace offsets (the kernel leaves
+			 * it 0): a namespace does not shift the aux clocks.
+			 */
+			offs = &vc->basetime[base];
+			vd = real = vdso_real_data(vd);
 			continue;
 		}
 #endif
@@ -624,12 +655,13 @@ static __always_inline long vdso_time(const vdso_time_data_t *vd, long *t)
 /*
  * The resolution of @clock in ns, or -1 when the page does not serve it.
  * hrtimer_res is one store of the kernel's, read without the seqcount, from
- * the real page in a namespace.
+ * the real page in a namespace.  Every auxiliary clock's is 1 ns, enabled
+ * or not, as Linux's vDSO answers.
  */
 static __always_inline long vdso_clock_res(const vdso_time_data_t *vd, clockid_t clock)
 {
 	if (unlikely((uint32_t)clock >= VDSO_MAX_CLOCKS))
-		return -1;
+		return vdso_is_aux(clock) ? 1 : -1;
 	if (unlikely(!(((VDSO_HRES | VDSO_RAW) >> clock) & 1)))
 		return ((VDSO_COARSE >> clock) & 1) ? VDSO_LOW_RES_NSEC : -1;
 	if (unlikely(vdso_maybe_timens(vd)))

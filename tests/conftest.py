@@ -177,6 +177,10 @@ SYSCALL_IDS = [3, 8, 9, 10, 13, 14, 15, 16, 23, -1, -2, -6, -57, -2**31]
 def expected_checks(target):
     """Check names the harness must report for target, from its spec."""
     impls = {e.impl for e in target.exports}
+    # A v6.17+ layout's aux clocks (CLOCK_AUX + i) get checks of their own, not id_16 and id_23.
+    naux = target.datapage.layout.aux_clocks
+    syscall_ids = [i for i in SYSCALL_IDS if not 16 <= i < 16 + naux]
+    aux = [f"AUX{i}" for i in range(naux)]
     names = ["map", "image", "counter", "syscall_numbers"]
     if (paths.ARCH / target.arch / "harness-patch.h.j2").is_file():
         names.append("patch")
@@ -184,9 +188,9 @@ def expected_checks(target):
     names += [f"trampoline.{t.name}" for t in target.trampolines]
     for fn in ("clock_gettime", "clock_gettime64"):
         if fn in impls:
-            names += [f"{fn}.{c}" for c in CLOCKS]
+            names += [f"{fn}.{c}" for c in CLOCKS + aux]
             names += [f"{fn}.PROCESS_CPUTIME_ID", f"{fn}.invalid_12", f"{fn}.invalid_100"]
-            names += [f"{fn}.id_{i}" for i in SYSCALL_IDS]
+            names += [f"{fn}.id_{i}" for i in syscall_ids]
             names += [f"y2038.{fn}.{c}" for c in ("REALTIME", "REALTIME_COARSE")]
     names += [f"y2038.{i}" for i in ("gettimeofday", "time") if i in impls]
     if "clock_gettime" in impls:
@@ -198,14 +202,14 @@ def expected_checks(target):
         names += ["seqcount.wait.MONOTONIC", "seqcount.wait.MONOTONIC_RAW",
                   "seqcount.wait.REALTIME_COARSE", "seqcount.concurrent"]
         if target.datapage.layout.has_timens:
-            names += [f"timens.{c}" for c in CLOCKS]
+            names += [f"timens.{c}" for c in CLOCKS + aux[:1]]
             names += [f"timens.{i}" for i in ("gettimeofday", "time", "clock_getres") if i in impls]
         names += [f"mode_none.{i}" for i in ("gettimeofday", "time") if i in impls]
     for fn in ("clock_getres", "clock_getres_time64"):
         if fn in impls:
-            names += [f"{fn}.{c}" for c in CLOCKS]
+            names += [f"{fn}.{c}" for c in CLOCKS + aux]
             names += [f"{fn}.NULL", f"{fn}.invalid_12", f"{fn}.invalid_100"]
-            names += [f"{fn}.id_{i}" for i in SYSCALL_IDS]
+            names += [f"{fn}.id_{i}" for i in syscall_ids]
     if "gettimeofday" in impls:
         names += ["gettimeofday", "gettimeofday.tz", "gettimeofday.NULL"]
     if "time" in impls:

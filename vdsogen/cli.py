@@ -126,7 +126,7 @@ def cmd_test(args):
     from vdsogen.harness.driver import RUN_TIMEOUT, run_tests
 
     return run_tests(load_target(args.arch, args.specs), args.image, workdir=args.workdir, bench=args.bench,
-                     timeout=args.timeout or RUN_TIMEOUT)
+                     timeout=args.timeout or RUN_TIMEOUT, aux_clocks=args.aux_clocks, layout=args.layout)
 
 
 def cmd_run(args):
@@ -260,6 +260,15 @@ def parser():
                    help="run the harness's benchmark instead of its checks, printing its raw lines "
                         "(`vdsogen bench` makes the table)")
     _timeout_option(s, _test_timeout, "the harness, naming the check it was running,")
+    s.add_argument("--layout", metavar="NAME",
+                   help="the data-page layout to play (specs/layouts/NAME.toml), for the image built too; default: "
+                        "with --image, the layout of the kernel its Linux version note names, among those of the "
+                        "target's ABI; else the spec's")
+    s.add_argument("--aux-clocks", choices=("served", "none"),
+                   help="how the image treats the aux clocks of a v6.17+ layout: served from their records "
+                        "(a kernel with CONFIG_POSIX_AUX_CLOCKS; vdsogen's own images), or none (a kernel built "
+                        "without it: every aux id makes the syscall); default: served for an image built here, "
+                        "else the image's answer for the enabled AUX0 tells")
     _specs_option(s)
     s.set_defaults(func=cmd_test)
 

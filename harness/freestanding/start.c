@@ -16,9 +16,21 @@ int main(int argc, char **argv);
 _Noreturn void fs_start(long *sp);
 
 const unsigned long *fs_auxv;
+static char **fs_environ;	/* envp, for getenv */
 
 /* The executable's PT_TLS: the initial image of every thread's block. */
 static const ElfW(Phdr) *tls_phdr;
+
+char *getenv(const char *name)
+{
+	size_t n = strlen(name);
+	char **e;
+
+	for (e = fs_environ; e && *e; e++)
+		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
 
 unsigned long getauxval(unsigned long type)
 {
@@ -73,6 +85,7 @@ _Noreturn void fs_start(long *sp)
 	void *block, *tp;
 	size_t size;
 
+	fs_environ = envp;
 	while (*envp)
 		envp++;
 	fs_auxv = (const unsigned long *)(envp + 1);

@@ -299,17 +299,42 @@ def die_with_parent() -> None:
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _harness_env(target, image):
+# How the image treats the aux clocks of a v6.17+ layout (`vdsogen test --aux-clocks`):
+# "served" from their records (a kernel with CONFIG_POSIX_AUX_CLOCKS, and
+# vdsogen's own images), "none" (a kernel built without it: every aux id makes
+# the syscall).  Unsaid, the harness tells by the image's answer for AUX0.
+AUX_CLOCKS = ("served", "none")
+
+
+def _harness_env(target, image, aux_clocks=None):
     """The harness's environment: an image not built for BTI (a Linux image
     of a kernel without BTI) is mapped unguarded, as such a kernel maps it,
-    whatever the spec builds ([harness] bti)."""
-    if not target.harness.bti:
-        return None
-    from vdsogen.audit.rules.notes import built_for_bti
-    from vdsogen.elf.reader import ElfImage
-    if built_for_bti(ElfImage(str(image))):
-        return None
-    return {**os.environ, "VDSOGEN_HARNESS_UNGUARDED": "1"}
+    whatever the spec builds ([harness] bti); the aux clocks' treatment, when
+    said (VDSOGEN_HARNESS_AUX)."""
+    env = {}
+    if aux_clocks is not None:
+        env["VDSOGEN_HARNESS_AUX"] = aux_clocks
+    if target.harness.bti:
+        from vdsogen.audit.rules.notes import built_for_bti
+        from vdsogen.elf.reader import ElfImage
+        if not built_for_bti(ElfImage(str(image))):
+            env["VDSOGEN_HARNESS_UNGUARDED"] = "1"
+    return {**os.environ, **env} if env else None
+
+
+def _aux_clocks(target, aux_clocks, built):
+    """The aux clocks' treatment to tell the harness: as asked, else "served"
+    for an image vdsogen built here (its images serve them), else None (the
+    harness tells)."""
+    aux = target.datapage.layout.aux_clocks
+    if aux_clocks is not None:
+        if aux_clocks not in AUX_CLOCKS:
+            raise HarnessError(f"--aux-clocks={aux_clocks}: not one of {', '.join(AUX_CLOCKS)}")
+        if not aux:
+            raise HarnessError(f"--aux-clocks={aux_clocks}: layout {target.datapage.layout.name} of "
+                               f"{target.path} has no aux clocks")
+        return aux_clocks
+    return "served" if aux and built else None
 
 
 def _lines(pipe, out):
@@ -326,13 +351,15 @@ def _signal_group(proc, sig):
         pass
 
 
-def run_harness(target, exe, image, builder=None, stream=None, timeout=RUN_TIMEOUT, bench=False):
+def run_harness(target, exe, image, builder=None, stream=None, timeout=RUN_TIMEOUT, bench=False,
+                aux_clocks=None):
     """Run a built harness on image, relaying its lines; returns (exit status, Outcome).
 
     The harness runs in a process group of its own.  After `timeout` seconds
     it gets SIGTERM (it then names the check it was running), then SIGKILL
     after TERM_GRACE: the whole group goes, and a last FAIL line names the
-    check.  With `bench`, the harness times calls instead of checking them."""
+    check.  With `bench`, the harness times calls instead of checking them.
+    `aux_clocks` (AUX_CLOCKS) says how the image treats aux clocks."""
     builder = builder or Builder(target)
     stream = stream or sys.stdout
     image = Path(image)
@@ -343,7 +370,7 @@ def run_harness(target, exe, image, builder=None, stream=None, timeout=RUN_TIMEO
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 errors="replace", start_new_session=True, preexec_fn=die_with_parent,
-                                env=_harness_env(target, image))
+                                env=_harness_env(target, image, aux_clocks))
     except OSError as e:
         raise HarnessError(f"{argv[0]}: cannot start: {e.strerror}") from None
     lines: queue.Queue = queue.Queue()
@@ -421,25 +448,35 @@ def _verdict(rc, outcome, stream):
 
 
 def run_tests(target, image=None, workdir=None, *, builder=None, stream=None, timeout=RUN_TIMEOUT,
-              bench=False):
+              bench=False, aux_clocks=None, layout=None):
     """`vdsogen test`: build the harness (and an image when none is given), run, report.
 
     Returns 0 when every check passed, 1 otherwise.  A harness that cannot be
     built or started raises HarnessError.  With `bench`, the harness times
     clock_gettime through the image and through the syscall instead.
+    `aux_clocks` (AUX_CLOCKS): how the image treats aux clocks.  `layout`
+    names the data-page layout to play; else an image's Linux version note
+    picks it (vdsogen/harness/layouts.py), and the run says which.
     """
     result = run_tests_full(target, image, workdir, builder=builder, stream=stream, timeout=timeout,
-                            bench=bench)
+                            bench=bench, aux_clocks=aux_clocks, layout=layout)
     return result[0]
 
 
 def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=None, timeout=RUN_TIMEOUT,
-                   bench=False):
+                   bench=False, aux_clocks=None, layout=None):
     """Like run_tests, but returns (status, Outcome) for callers that look at single checks."""
+    from vdsogen.harness import layouts
+
     stream = stream or sys.stdout
     builder = builder or Builder(target, stream=stream)
     if image is not None and not Path(image).is_file():
         raise HarnessError(f"{image}: no such image")
+    choice = layouts.choose(target, image, layout)
+    if choice is not None:
+        target = choice.target
+        print(choice.line, file=stream, flush=True)
+    aux_clocks = _aux_clocks(target, aux_clocks, built=image is None)
     runner(target)   # a missing qemu is found before anything builds
     tmp = None
     try:
@@ -452,7 +489,7 @@ def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=Non
         if image is None:
             image = _build_image(target, workdir / "image", builder)
         exe = build_harness(target, workdir, builder)
-        rc, outcome = run_harness(target, exe, image, builder, stream, timeout, bench)
+        rc, outcome = run_harness(target, exe, image, builder, stream, timeout, bench, aux_clocks)
         if bench:
             return (0 if rc == 0 else 1), outcome
         return _verdict(rc, outcome, stream), outcome
@@ -464,5 +501,6 @@ def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=Non
 
 
 __all__ = ["build_harness", "run_harness", "run_tests", "run_tests_full", "harness_sources", "arch_checks",
+           "AUX_CLOCKS",
            "function_wiring",
            "Outcome", "compiler", "runner", "qemu_options"]

@@ -8,11 +8,11 @@ alignment; the generated header re-checks each one with _Static_assert.
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from vdsogen import paths
-from vdsogen.spec.toml import C_IDENT, Table, load_toml
+from vdsogen.spec.toml import C_IDENT, Table, did_you_mean, load_toml
 
 SCALARS = {
     "u8": (1, "uint8_t"), "u16": (2, "uint16_t"), "u32": (4, "uint32_t"), "u64": (8, "uint64_t"),
@@ -28,6 +28,8 @@ CLOCK_FIELDS = {"seq": "u32", "clock_mode": "s32", "cycle_last": "u64",
                 "mask": "u64", "mult": "u32", "shift": "u32"}
 CLOCK_OPTIONAL = {"max_cycles": "u64"}
 TIME_DATA_ACCESS = {"tz_minuteswest": "s32", "tz_dsttime": "s32", "hrtimer_res": "u32"}
+# Optional: the auxiliary clocks' records (CLOCK_AUX + i, v6.17+), an array of the clock struct.
+AUX_CLOCKS = "aux_clocks"
 MIN_BASES = 12  # CLOCK_TAI + 1
 
 
@@ -83,6 +85,19 @@ class Layout:
     clock_struct: str        # element type of the clocks array
     clocks_member: str       # member of time_struct holding [hres/coarse, raw]
     access: dict             # datum -> C member path from time_struct
+    linux: tuple = ()        # the Linux versions it describes: ((major, minor),) from, or (from, to)
+    abis: tuple = ()         # the ABIs whose vDSO reads it at those versions
+
+    def covers(self, version: "Sequence[int]") -> bool:
+        """The layout describes Linux `version` (major, minor, ...), by its `linux` range."""
+        v = tuple(version[:2])
+        return bool(self.linux) and self.linux[0] <= v and (len(self.linux) == 1 or v <= self.linux[1])
+
+    @property
+    def versions(self) -> str:
+        """Its `linux` range as text: "6.17+", "6.13-6.14", or "" when it gives none."""
+        shown = ["%d.%d" % v for v in self.linux]
+        return "" if not shown else shown[0] + "+" if len(shown) == 1 else "-".join(shown)
 
     def struct(self, name: str) -> "Struct":
         for s in self.structs:
@@ -103,6 +118,16 @@ class Layout:
     @property
     def has_max_cycles(self) -> bool:
         return self.struct(self.clock_struct).field("max_cycles") is not None
+
+    @property
+    def aux_clocks(self) -> int:
+        """How many auxiliary clocks (CLOCK_AUX + i) have a record: 0 before v6.17."""
+        if AUX_CLOCKS not in self.access:
+            return 0
+        path = self.access[AUX_CLOCKS]
+        f = self.struct(self.time_struct).field(path)
+        assert f is not None, f"{self.name}: no member {path}"
+        return f.count
 
     @property
     def has_timens(self) -> bool:
@@ -161,6 +186,9 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
         Table(path, {}).error("extends", f"circular extends through {' -> '.join(_chain + (name,))}")
     top = Table(path, load_toml(path))
     description = top.str("description", "")
+    # Neither is inherited: a layout that extends another describes other versions.
+    linux = _linux_range(top)
+    abis = _abis(top)
     base = None
     if top.has("extends"):
         parent = top.str("extends")
@@ -253,13 +281,44 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
         access = {"clocks": at.str("clocks")}
         for datum in TIME_DATA_ACCESS:
             access[datum] = at.str(datum)
+        if at.has(AUX_CLOCKS):
+            access[AUX_CLOCKS] = at.str(AUX_CLOCKS)
         at.done()
     else:
         access = dict(base.access)
+        # A time struct redefined without the inherited aux records: a layout without aux clocks.
+        if AUX_CLOCKS in access and structs[time_page.struct].field(access[AUX_CLOCKS].split("[")[0]) is None:
+            del access[AUX_CLOCKS]
     top.done()
 
     layout = _check_access(path, name, description, tuple(structs.values()), pages, time_page, access)
-    return layout
+    return replace(layout, linux=linux, abis=abis)
+
+
+def _linux_range(top):
+    """`linux = ["6.13", "6.14"]` (first and last version) or `["6.17"]` (and later): ((6, 13), (6, 14))."""
+    texts = top.list("linux", str, [], "a version")
+    if len(texts) > 2:
+        top.error("linux", f"{len(texts)} versions: give the first, and the last unless it is open")
+    out = []
+    for i, text in enumerate(texts):
+        parts = text.split(".")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            top.error(f"linux[{i}]", f"{text!r} is not a MAJOR.MINOR version")
+        out.append((int(parts[0]), int(parts[1])))
+    if len(out) == 2 and out[1] < out[0]:
+        top.error("linux", f"{texts[1]} is before {texts[0]}")
+    return tuple(out)
+
+
+def _abis(top):
+    from vdsogen.spec import abi
+
+    names = top.list("abis", str, [], "an ABI name")
+    for i, name in enumerate(names):
+        if abi.get(name) is None:
+            top.error(f"abis[{i}]", f"{name!r} is no ABI of vdsogen/spec/abi.toml{did_you_mean(name, abi.names())}")
+    return tuple(names)
 
 
 def _bitmap_bits(name: str, ftype: str, count: int, bits: int | None, ft: Table) -> int:
@@ -321,5 +380,9 @@ def _check_access(path, name, description, structs, pages, time_page, access):
         f = resolve(datum, access[datum])
         if f.type != ftype or f.is_array:
             err(datum, f"{access[datum]!r} must be a {ftype}")
+    if AUX_CLOCKS in access:
+        aux = resolve(AUX_CLOCKS, access[AUX_CLOCKS])
+        if not aux.is_array or aux.type != clock.name:
+            err(AUX_CLOCKS, f"{access[AUX_CLOCKS]!r} must be an array of struct {clock.name}")
     return Layout(name, str(path), description, structs, pages, time_struct.name, clock.name,
                   access["clocks"], access)

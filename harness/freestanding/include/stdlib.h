@@ -11,5 +11,6 @@ long strtol(const char *s, char **end, int base);
 unsigned long strtoul(const char *s, char **end, int base);
 _Noreturn void exit(int status);
 _Noreturn void abort(void);
+char *getenv(const char *name);		/* start.c: the environment the kernel passed */
 
 #endif

@@ -23,6 +23,9 @@ typedef struct vdso_timestamp vdso_timestamp_t;
 #define VDSO_TZ_MINUTESWEST(vd)	((vd)->tz_minuteswest)
 #define VDSO_TZ_DSTTIME(vd)	((vd)->tz_dsttime)
 #define VDSO_HRTIMER_RES(vd)	((vd)->hrtimer_res)
+/* The auxiliary clocks, CLOCK_AUX + i (v6.17+): a record each, its time in basetime[0]. */
+#define VDSO_NR_AUX_CLOCKS	8
+#define VDSO_AUX_CLOCKS(vd)	((vd)->aux_clock_data)
 /* A time-namespace page sits beside the time page. */
 #define VDSO_HAS_TIMENS		1
 /* The clock records carry max_cycles: past it, delta * mult needs 128 bits. */
