@@ -13,7 +13,6 @@ layout's.
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import cast
 
 from vdsogen import paths
 from vdsogen.audit import era
@@ -31,7 +30,7 @@ class Choice:
 
     @property
     def line(self) -> str:
-        layout = cast(Layout, self.target.datapage.layout)     # DataPages.layout is typed object
+        layout = self.target.datapage.layout
         span = f" (Linux {layout.versions})" if layout.versions else ""
         return f"# layout: {layout.name}{span}, {self.why}; {self.target.datapage.pages} data pages"
 

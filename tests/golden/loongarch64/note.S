@@ -24,7 +24,7 @@
 	.long	2			/* type: data pages */
 1:	.asciz	"vdsogen"
 2:	.balign	4
-3:	.asciz	"linux-6.17-loongarch 9b419cfd84259e54 16384x4"
+3:	.asciz	"linux-6.17-loongarch 54cb7763b92ad543 16384x4"
 4:	.balign	4
 
 	.section .note.GNU-stack, "", %progbits

@@ -24,7 +24,7 @@
 	.long	2			/* type: data pages */
 1:	.asciz	"vdsogen"
 2:	.balign	4
-3:	.asciz	"linux-6.17 dba543f16671a778 4096x4"
+3:	.asciz	"linux-6.17 db534a7817302561 4096x4"
 4:	.balign	4
 
 	.section .note.GNU-stack, "", %progbits

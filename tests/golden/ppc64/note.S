@@ -24,7 +24,7 @@
 	.long	2			/* type: data pages */
 1:	.asciz	"vdsogen"
 2:	.balign	4
-3:	.asciz	"linux-6.17-powerpc64 d609ced42b5e9f6d 65536x4"
+3:	.asciz	"linux-6.17-powerpc64 6ecdde4f627077d7 65536x4"
 4:	.balign	4
 
 	.section .note.GNU-stack, "", %progbits

@@ -24,7 +24,7 @@
 	.long	2			/* type: data pages */
 1:	.asciz	"vdsogen"
 2:	.balign	4
-3:	.asciz	"linux-6.17-x86 a4825a2c70c13552 4096x6"
+3:	.asciz	"linux-6.17-x86 1a74d3438bc84ffd 4096x6"
 4:	.balign	4
 
 	.section .note.GNU-stack, "", %progbits
