@@ -22,6 +22,7 @@ harness that outlives its timeout, and turns the outcome into an exit
 status.
 """
 
+import contextlib
 import ctypes
 import os
 import queue
@@ -30,7 +31,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -39,7 +39,7 @@ from pathlib import Path
 
 from vdsogen import paths
 from vdsogen.errors import HarnessError, VdsogenError
-from vdsogen.fsutil import write_atomic
+from vdsogen.fsutil import scratch_dir, write_atomic
 from vdsogen.build.toolchain import Builder
 
 # Headers of the vDSO build the harness compiles against.
@@ -478,12 +478,14 @@ def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=Non
         print(choice.line, file=stream, flush=True)
     aux_clocks = _aux_clocks(target, aux_clocks, built=image is None)
     runner(target)   # a missing qemu is found before anything builds
-    tmp = None
-    try:
+    with contextlib.ExitStack() as stack:
         if workdir is None:
-            tmp = tempfile.TemporaryDirectory(prefix=f"vdsogen-test-{target.name}-")
-            workdir = tmp.name
-        workdir = Path(workdir)
+            workdir = stack.enter_context(scratch_dir(f"test-{target.name}"))
+        return _run_in(target, image, Path(workdir), builder, stream, timeout, bench, aux_clocks)
+
+
+def _run_in(target, image, workdir, builder, stream, timeout, bench, aux_clocks):
+    try:
         workdir.mkdir(parents=True, exist_ok=True)
         target, image = _test_build(target, image, workdir, builder, stream)
         if image is None:
@@ -495,9 +497,6 @@ def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=Non
         return _verdict(rc, outcome, stream), outcome
     except OSError as e:
         raise HarnessError(f"{e.filename or 'harness'}: {e.strerror}") from None
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
 
 
 __all__ = ["build_harness", "run_harness", "run_tests", "run_tests_full", "harness_sources", "arch_checks",
