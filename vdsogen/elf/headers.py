@@ -4,7 +4,7 @@ program headers and the section headers."""
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from vdsogen.elf.bounds import MAX_NAME, MAX_PHDRS, MAX_SECTIONS, Budget, Unreadable
-from vdsogen.elf.consts import EHDR, EI_NIDENT, MACHINE_NAMES, PHDR, PT_LOAD, SHDR, SHT_NOBITS
+from vdsogen.elf.consts import EHDR, EI_NIDENT, MACHINE_NAMES, PHDR, PT_LOAD, SHDR, SHN_XINDEX, SHT_NOBITS
 from vdsogen.elf.consts import Layout
 from vdsogen.elf.records import Note, Section, Segment, Symbol
 from vdsogen.isa import for_machine
@@ -176,10 +176,15 @@ class Headers:
                 raise Unreadable(f"{self.e_shnum} section headers at 0x{self.e_shoff:x} run past the end of "
                                  f"the file (0x{len(self.data):x} bytes)", self._ehdr_field("e_shoff"))
             raw = [self.read(SHDR, self.e_shoff + i * shsize) for i in range(self.e_shnum)]
-            names = raw[self.e_shstrndx].sh_offset if 0 < self.e_shstrndx < self.e_shnum else None
+            index = raw[0].sh_link if self.e_shstrndx == SHN_XINDEX else self.e_shstrndx
+            if not 0 < index < self.e_shnum:
+                # Every name would read as "": a damaged .altinstructions would pass unseen.
+                raise Unreadable(f"e_shstrndx {self.e_shstrndx} is not one of the {self.e_shnum} sections: "
+                                 f"no section name can be read", self._ehdr_field("e_shstrndx"))
+            names = raw[index].sh_offset
             for i, sh in enumerate(raw):
                 try:
-                    name = self._table_string(names + sh.sh_name) if names is not None else ""
+                    name = self._table_string(names + sh.sh_name)
                 except Unreadable as err:
                     raise Unreadable(f"section header {i}: {err}", self.e_shoff + i * shsize) from None
                 self.sections.append(Section(i, name, sh.sh_type, sh.sh_flags, sh.sh_addr, sh.sh_offset, sh.sh_size,
