@@ -242,6 +242,36 @@ QUIRKS = [
           expect={"K001": "warning"}, strict={"K001": "error"}),
 ]
 
+# Formats of past eras (tests/test_audit_eras.py): patch tables.
+
+def _alternatives(entries):
+    """.altinstructions with one entry per (original, replacement) length
+    pair, in the 13-byte layout of Linux 4.1-5.12 (with the pad length
+    byte); the originals and the replacements are nops."""
+    out = ["\t.text", "\t.globl vdso_alt_sites", "\t.type vdso_alt_sites, %function", "vdso_alt_sites:"]
+    for n, (ilen, _rlen) in enumerate(entries):
+        out += [f"{700 + n}:\t.fill {ilen}, 1, 0x90", f"{800 + n}:"]
+    out += ["\tret", "\t.size vdso_alt_sites, .-vdso_alt_sites", '\t.section .altinstr_replacement, "ax"']
+    for n, (_ilen, rlen) in enumerate(entries):
+        out += [f"{900 + n}:\t.fill {rlen}, 1, 0x90", f"{1000 + n}:"]
+    out.append('\t.section .altinstructions, "a"')
+    for n, (ilen, rlen) in enumerate(entries):
+        out += [f"\t.long {700 + n}b - .", f"\t.long {900 + n}b - .", "\t.word 0x74",
+                f"\t.byte {800 + n}b - {700 + n}b", f"\t.byte {1000 + n}b - {900 + n}b", f"\t.byte {ilen - rlen}"]
+    return "\n".join(out) + "\n"
+
+
+X86_64_5_4 = OLD_X86_64 + ("__vdso_time", "__vdso_clock_getres")
+
+ERAS = [
+    # Linux 4.1-5.12 x86 images: 13-byte alternatives entries with a pad length byte.
+    _from("x86_64", "x86_64-5.4-alternatives", linux=0x050400, names=X86_64_5_4,
+          extra_s=_alternatives([(3, 3), (5, 2), (4, 4)]), expect={}),
+    # The same table in a 6.1 image: a 5.13-6.1 kernel reads 12-byte entries.
+    _from("x86_64", "x86_64-6.1-padlen-alternatives", linux=0x060100, names=X86_64_5_4,
+          extra_s=_alternatives([(3, 3), (5, 2), (4, 4)]), expect={"K005": "error"}),
+]
+
 # Quirks whose notes no ELF library walks to the end (pyelftools raises on them):
 # built on demand, outside RECIPES, which the reader's oracle test walks whole.
 UNPARSEABLE = [
@@ -257,7 +287,7 @@ UNPARSEABLE = [
         strict={"N003": "error", "N004": "error", "N001": "error", "N002": "error"}),
 ]
 
-RECIPES = {r.name: r for r in GOOD + DEFECTS + QUIRKS}
+RECIPES = {r.name: r for r in GOOD + DEFECTS + QUIRKS + ERAS}
 ALL = {**RECIPES, **{r.name: r for r in UNPARSEABLE}}
 
 
