@@ -242,7 +242,7 @@ QUIRKS = [
           expect={"K001": "warning"}, strict={"K001": "error"}),
 ]
 
-# Formats of past eras (tests/test_audit_eras.py): patch tables.
+# Formats of past eras (tests/test_audit_eras.py): patch tables, trampolines with CFI.
 
 def _alternatives(entries):
     """.altinstructions with one entry per (original, replacement) length
@@ -261,6 +261,14 @@ def _alternatives(entries):
     return "\n".join(out) + "\n"
 
 
+# powerpc's rt_sigreturn as QEMU writes it: no `addi r1,r1,128` before `li r0,172; sc`,
+# 8 bytes, inside an FDE that marks a signal frame (augmentation "zRS").
+QEMU_SIGTRAMP_RT64 = ("\t.text\n\t.balign 4\n\t.globl __kernel_sigtramp_rt64\n"
+                      "\t.type __kernel_sigtramp_rt64, @function\n\t.cfi_startproc\n\t.cfi_signal_frame\n"
+                      "\tnop\n__kernel_sigtramp_rt64:\n\tli 0, 172\n\tsc\n\t.cfi_endproc\n"
+                      "\t.size __kernel_sigtramp_rt64, .-__kernel_sigtramp_rt64\n")
+PPC64_NO_SIGTRAMP = ("__kernel_clock_gettime", "__kernel_clock_getres", "__kernel_gettimeofday", "__kernel_time",
+                     "__kernel_getcpu", "__kernel_get_tbfreq", "__kernel_sync_dicache")
 X86_64_5_4 = OLD_X86_64 + ("__vdso_time", "__vdso_clock_getres")
 
 ERAS = [
@@ -270,6 +278,9 @@ ERAS = [
     # The same table in a 6.1 image: a 5.13-6.1 kernel reads 12-byte entries.
     _from("x86_64", "x86_64-6.1-padlen-alternatives", linux=0x060100, names=X86_64_5_4,
           extra_s=_alternatives([(3, 3), (5, 2), (4, 4)]), expect={"K005": "error"}),
+    # QEMU's ppc64 rt_sigreturn: other bytes than Linux's, but signal-frame CFI covers them.
+    _from("ppc64le", "ppc64le-sigtramp-cfi", names=PPC64_NO_SIGTRAMP, extra_s=QEMU_SIGTRAMP_RT64,
+          extra_exports=("__kernel_sigtramp_rt64",), expect={"T001": "warning"}, strict={"T001": "error"}),
 ]
 
 # Quirks whose notes no ELF library walks to the end (pyelftools raises on them):

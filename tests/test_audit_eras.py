@@ -1,7 +1,8 @@
 """Formats that changed over time (issue 24), on synthetic images of each
 old format (tests/corpus.py ERAS): patch tables read with the entry layout
-of the image's era.  The real images these stand for are audited by
-scripts/audit-corpus.sh against tests/real-vdso-expect.toml."""
+of the image's era, signal trampolines that signal-frame CFI covers.  The
+real images these stand for are audited by scripts/audit-corpus.sh against
+tests/real-vdso-expect.toml."""
 
 import pytest
 
@@ -74,3 +75,30 @@ def test_alternatives_that_no_layout_reads_say_so(corpus, tmp_path):
     found = messages(judged(m.save(tmp_path / "bad.so")), "K005")
     assert len(found) == 1 and "cannot tell its entry layout" in found[0], found
     assert "closest, the 13-byte relative, u16 cpuid, pad length layout" in found[0]
+
+
+# -- T001: trampolines with signal-frame CFI ----------------------------------------------
+
+def test_trampoline_covered_by_signal_frame_cfi_is_a_warning(corpus):
+    report = judged(corpus("ppc64le-sigtramp-cfi"))
+    [message] = messages(report, "T001")
+    assert "__kernel_sigtramp_rt64 is 8 bytes, shorter than the 12 unwinders compare" in message
+    assert "signal-frame CFI at 0x" in message and "outside the image" not in message
+
+
+def test_trampoline_without_cfi_stays_an_error(corpus, tmp_path):
+    """The CIE's "S" gone: nothing but the bytes identifies the frame."""
+    m = Mutant(corpus("ppc64le-sigtramp-cfi"))
+    m.replace_bytes(b"zRS\0", b"zR\0\0", m.img.section(".eh_frame").offset)
+    report = judged(m.save(tmp_path / "no-s.so"))
+    assert ("T001", "error") in got(report)
+    assert "signal-frame CFI" not in messages(report, "T001")[0]
+
+
+def test_trampoline_running_off_the_image_says_how_short_it_is(corpus, tmp_path):
+    """A trampoline whose compared window runs past the end of the image."""
+    m = Mutant(corpus("ppc64le"))
+    sym = m.dynsym("__kernel_sigtramp_rt64")
+    m.set_sym_value(sym, m.img.image_end - 8)
+    found = messages(judged(m.save(tmp_path / "short.so")), "T001")
+    assert any("only 8 bytes from 0x" in f and "to the end of the image, 12 compared" in f for f in found), found
