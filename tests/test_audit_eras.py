@@ -1,8 +1,8 @@
 """Formats that changed over time (issue 24), on synthetic images of each
 old format (tests/corpus.py ERAS): patch tables read with the entry layout
-of the image's era, signal trampolines that signal-frame CFI covers.  The
-real images these stand for are audited by scripts/audit-corpus.sh against
-tests/real-vdso-expect.toml."""
+of the image's era, signal trampolines that signal-frame CFI covers, .data
+the code never writes.  The real images these stand for are audited by
+scripts/audit-corpus.sh against tests/real-vdso-expect.toml."""
 
 import pytest
 
@@ -102,3 +102,36 @@ def test_trampoline_running_off_the_image_says_how_short_it_is(corpus, tmp_path)
     m.set_sym_value(sym, m.img.image_end - 8)
     found = messages(judged(m.save(tmp_path / "short.so")), "T001")
     assert any("only 8 bytes from 0x" in f and "to the end of the image, 12 compared" in f for f in found), found
+
+
+# -- C002: .data the code never writes ------------------------------------------------------
+
+def test_read_only_data_says_why_it_is_a_warning(corpus):
+    [message] = messages(judged(corpus("riscv64-5.4-read-only-data")), "C002")
+    assert ".data holds" in message and "read-only once mapped" in message
+
+
+def test_data_the_code_writes_names_the_store(corpus):
+    [message] = messages(judged(corpus("riscv64-data-store")), "C002")
+    assert "the code writes it" in message and "stores to 0x" in message
+    [message] = messages(judged(corpus("x86_64-textrel")), "C002")
+    assert "the code writes it" in message
+
+
+def test_store_targets_follow_pc_relative_addresses():
+    """What C002 asks each decoder: stores with the target it resolves, None
+    through a register it cannot follow, nothing for the stack."""
+    from types import SimpleNamespace
+    from vdsogen.isa import arm64, module_function, riscv, x86
+    words = [0x90000000, 0x91004000, 0xB9000401, 0xA9010801, 0xF90007E3, 0xF90000A4]
+    code = b"".join(w.to_bytes(4, "little") for w in words)   # adrp x0; add x0,#16; str w1,[x0,#4];
+    img = SimpleNamespace(e_machine=arm64.EM_AARCH64)           # stp x1,x2,[x0,#16]; str x3,[sp,#8]; str x4,[x5]
+    assert arm64.store_targets(img, code, 0x1000) == [(0x1008, 0x1014), (0x100C, 0x1020), (0x1014, None)]
+    code = bytes.fromhex("890500010000" "c70510000000" "01000000" "89442408" "8907" "8b0510000000")
+    img = SimpleNamespace(e_machine=x86.EM_X86_64)              # mov %eax,0x100(%rip); movl $1,0x10(%rip);
+    assert x86.store_targets(img, code, 0x2000) == [(0x2000, 0x2106), (0x2006, 0x2020), (0x2014, None)]
+    code = b"".join(w.to_bytes(4, "little") for w in (0x00000597, 0x00C5AE23, 0x00112423))
+    img = SimpleNamespace(e_machine=riscv.EM_RISCV)             # auipc a1,0; sw a2,0x1c(a1); sd ra,8(sp)
+    assert riscv.store_targets(img, code, 0x4A8) == [(0x4A8 + 4, 0x4C4)]
+    assert module_function(riscv.EM_RISCV, "store_targets") is riscv.store_targets
+    assert module_function(0x7FFF, "store_targets") is None
