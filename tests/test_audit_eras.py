@@ -1,15 +1,18 @@
-"""Formats that changed over time (issue 24), on synthetic images of each
-old format (tests/corpus.py ERAS): patch tables read with the entry layout
-of the image's era, signal trampolines that signal-frame CFI covers, .data
-the code never writes.  The real images these stand for are audited by
+"""Formats and consumers that changed over time (issue 24), on synthetic
+images of each old format (tests/corpus.py ERAS): patch tables read with
+the entry layout of the image's era, signal trampolines that signal-frame
+CFI covers, .data the code never writes, and the Go runtime's lookup per
+release.  The real images these stand for are audited by
 scripts/audit-corpus.sh against tests/real-vdso-expect.toml."""
 
 import pytest
 
 import corpus as corpus_images
 from elfmut import Mutant
+from vdsogen.audit.consumers import GO_RELEASES, Go, Memory, simulate
 from vdsogen.audit.run import audit_path
 from vdsogen.elf.reader import ElfImage
+from vdsogen.spec import abi as catalogue
 
 
 def judged(path, profile="linux"):
@@ -135,3 +138,28 @@ def test_store_targets_follow_pc_relative_addresses():
     assert riscv.store_targets(img, code, 0x4A8) == [(0x4A8 + 4, 0x4C4)]
     assert module_function(riscv.EM_RISCV, "store_targets") is riscv.store_targets
     assert module_function(0x7FFF, "store_targets") is None
+
+
+# -- the Go runtime, per release ------------------------------------------------------------
+
+def test_go_before_1_22_misses_arm64_clock_gettime_through_gnu_hash(corpus):
+    """Go 1.19-1.21 look __kernel_clock_gettime up with the hashes of
+    __vdso_clock_gettime: through DT_GNU_HASH they never find it."""
+    img = ElfImage(corpus("arm64"))
+    arm64 = catalogue.get("arm64")
+    old = Go(Memory(img), arm64, GO_RELEASES[0])
+    view = old.setup()
+    lookup = next(lk for lk in arm64.lookups["go"] if lk.symbol == "__kernel_clock_gettime")
+    sym, why = old.find(view, lookup)
+    assert sym is None and "hashes of __vdso_clock_gettime" in why
+    sym, _why = Go(Memory(img), arm64, GO_RELEASES[-1]).find(view, lookup)
+    assert sym is not None and sym.name == "__kernel_clock_gettime"
+
+
+def test_go_verdict_names_the_releases_it_is_for(corpus):
+    go = next(v for v in simulate(ElfImage(corpus("arm64")), catalogue.get("arm64")) if v.consumer == "go")
+    assert go.verdict == "works"
+    assert "(the verdict of Go 1.22 and later)" in go.reason
+    assert "Go 1.19-1.21: degraded: misses __kernel_clock_gettime@" in go.reason
+    x86 = next(v for v in simulate(ElfImage(corpus("x86_64")), catalogue.get("x86_64")) if v.consumer == "go")
+    assert x86.verdict == "works" and "(the verdict of Go 1.19 and later)" in x86.reason
