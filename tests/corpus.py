@@ -165,7 +165,7 @@ DEFECTS = [
           expect={"V001": "error", "L001": "error", "L002": "warning"}),
     _from("x86_64", "x86_64-textrel", cflags=("-fno-pic",), ldflags=("-z", "notext"),
           extra_c="extern int vdso_counter;\nint vdso_counter = 1;\nint vdso_read(void);\n"
-                  "int vdso_read(void) { return vdso_counter; }\n", keep_data=True,
+                  "int vdso_read(void) { return vdso_counter++; }\n", keep_data=True,
           expect={"R001": "error", "C002": "error"}),
     _from("x86_64", "x86_64-rodata-pointer",
           extra_c="int vdso_a(void);\nint vdso_a(void) { return 1; }\n"
@@ -242,6 +242,58 @@ QUIRKS = [
           expect={"K001": "warning"}, strict={"K001": "error"}),
 ]
 
+# Formats of past eras (tests/test_audit_eras.py): patch tables, trampolines with CFI, .data.
+
+def _alternatives(entries):
+    """.altinstructions with one entry per (original, replacement) length
+    pair, in the 13-byte layout of Linux 4.1-5.12 (with the pad length
+    byte); the originals and the replacements are nops."""
+    out = ["\t.text", "\t.globl vdso_alt_sites", "\t.type vdso_alt_sites, %function", "vdso_alt_sites:"]
+    for n, (ilen, _rlen) in enumerate(entries):
+        out += [f"{700 + n}:\t.fill {ilen}, 1, 0x90", f"{800 + n}:"]
+    out += ["\tret", "\t.size vdso_alt_sites, .-vdso_alt_sites", '\t.section .altinstr_replacement, "ax"']
+    for n, (_ilen, rlen) in enumerate(entries):
+        out += [f"{900 + n}:\t.fill {rlen}, 1, 0x90", f"{1000 + n}:"]
+    out.append('\t.section .altinstructions, "a"')
+    for n, (ilen, rlen) in enumerate(entries):
+        out += [f"\t.long {700 + n}b - .", f"\t.long {900 + n}b - .", "\t.word 0x74",
+                f"\t.byte {800 + n}b - {700 + n}b", f"\t.byte {1000 + n}b - {900 + n}b", f"\t.byte {ilen - rlen}"]
+    return "\n".join(out) + "\n"
+
+
+# powerpc's rt_sigreturn as QEMU writes it: no `addi r1,r1,128` before `li r0,172; sc`,
+# 8 bytes, inside an FDE that marks a signal frame (augmentation "zRS").
+QEMU_SIGTRAMP_RT64 = ("\t.text\n\t.balign 4\n\t.globl __kernel_sigtramp_rt64\n"
+                      "\t.type __kernel_sigtramp_rt64, @function\n\t.cfi_startproc\n\t.cfi_signal_frame\n"
+                      "\tnop\n__kernel_sigtramp_rt64:\n\tli 0, 172\n\tsc\n\t.cfi_endproc\n"
+                      "\t.size __kernel_sigtramp_rt64, .-__kernel_sigtramp_rt64\n")
+PPC64_NO_SIGTRAMP = ("__kernel_clock_gettime", "__kernel_clock_getres", "__kernel_gettimeofday", "__kernel_time",
+                     "__kernel_getcpu", "__kernel_get_tbfreq", "__kernel_sync_dicache")
+X86_64_5_4 = OLD_X86_64 + ("__vdso_time", "__vdso_clock_getres")
+READ_ONLY_DATA = ("static int vdso_flag = 1;\nint vdso_get_flag(void);\n"
+                  "int vdso_get_flag(void) { return *(volatile int *)&vdso_flag; }\n")
+
+ERAS = [
+    # Linux 4.1-5.12 x86 images: 13-byte alternatives entries with a pad length byte.
+    _from("x86_64", "x86_64-5.4-alternatives", linux=0x050400, names=X86_64_5_4,
+          extra_s=_alternatives([(3, 3), (5, 2), (4, 4)]), expect={}),
+    # The same table in a 6.1 image: a 5.13-6.1 kernel reads 12-byte entries.
+    _from("x86_64", "x86_64-6.1-padlen-alternatives", linux=0x060100, names=X86_64_5_4,
+          extra_s=_alternatives([(3, 3), (5, 2), (4, 4)]), expect={"K005": "error"}),
+    # QEMU's ppc64 rt_sigreturn: other bytes than Linux's, but signal-frame CFI covers them.
+    _from("ppc64le", "ppc64le-sigtramp-cfi", names=PPC64_NO_SIGTRAMP, extra_s=QEMU_SIGTRAMP_RT64,
+          extra_exports=("__kernel_sigtramp_rt64",), expect={"T001": "warning"}, strict={"T001": "error"}),
+    # A 5.4 riscv64 vendor image: 8 bytes of .data the code only reads.
+    _from("riscv64", "riscv64-5.4-read-only-data", linux=0x050400, keep_data=True,
+          names=("__vdso_clock_gettime", "__vdso_clock_getres", "__vdso_gettimeofday", "__vdso_getcpu",
+                 "__vdso_flush_icache", "__vdso_rt_sigreturn"),
+          extra_c=READ_ONLY_DATA, expect={"C002": "warning"}, strict={"C002": "error"}),
+    # The same data written by the code: the decoder resolves the store.
+    _from("riscv64", "riscv64-data-store", keep_data=True,
+          extra_c="static int vdso_flag = 1;\nint vdso_bump(void);\n"
+                  "int vdso_bump(void) { return vdso_flag++; }\n", expect={"C002": "error"}),
+]
+
 # Quirks whose notes no ELF library walks to the end (pyelftools raises on them):
 # built on demand, outside RECIPES, which the reader's oracle test walks whole.
 UNPARSEABLE = [
@@ -257,7 +309,7 @@ UNPARSEABLE = [
         strict={"N003": "error", "N004": "error", "N001": "error", "N002": "error"}),
 ]
 
-RECIPES = {r.name: r for r in GOOD + DEFECTS + QUIRKS}
+RECIPES = {r.name: r for r in GOOD + DEFECTS + QUIRKS + ERAS}
 ALL = {**RECIPES, **{r.name: r for r in UNPARSEABLE}}
 
 

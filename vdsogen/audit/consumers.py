@@ -15,7 +15,10 @@ with the ELF property that hides it) or bad (found, but the address is not
 the symbol's code).  Per consumer the verdict is works, degraded (falls
 back to syscalls for something the image offers, or for an entry point
 every kernel of the ABI has), breaks (crashes, hangs or calls the wrong
-address) or n/a (the consumer makes no vDSO calls on this ABI).
+address) or n/a (the consumer makes no vDSO calls on this ABI).  The Go
+runtime is modelled per release where its lookup changed (GO_RELEASES):
+its verdict is the newest release's, and its reason names the releases it
+holds for and the older ones that get another verdict.
 """
 
 from __future__ import annotations
@@ -231,13 +234,13 @@ def _require(view, *names):
 
 # -- hash walks ------------------------------------------------------------------
 
-def _sysv_walk(mem, view, name, word):
-    """Indices along the DT_HASH chain for name."""
+def _sysv_walk(mem, view, name, word, hashed=None):
+    """Indices along the DT_HASH chain for name (hashed as `hashed`, if given)."""
     table = view.base + view.tags[DT["HASH"]]
     nbucket, nchain = mem.read(table, SYSV_HASH[word])
     if nbucket == 0:
         raise Crash("DT_HASH has 0 buckets: the bucket index divides by zero")
-    idx = mem.one(table + (2 + elf_hash(name) % nbucket) * word, word)
+    idx = mem.one(table + (2 + elf_hash(hashed or name) % nbucket) * word, word)
     seen: set[int] = set()
     while idx != 0:
         mem.img.charge()
@@ -248,15 +251,16 @@ def _sysv_walk(mem, view, name, word):
         idx = mem.one(table + (2 + nbucket + idx) * word, word)
 
 
-def _gnu_walk(mem, view, name, bloom):
-    """Indices along the DT_GNU_HASH chain whose hash matches name."""
+def _gnu_walk(mem, view, name, bloom, hashed=None):
+    """Indices along the DT_GNU_HASH chain whose hash matches name's (or
+    that of `hashed`, the name a consumer computes the hash of)."""
     w = 4 if mem.img.elf_class == 32 else 8
     table = view.base + view.tags[DT["GNU_HASH"]]
     nbuckets, symoffset, bloom_size, shift = mem.read(table, GNU_HASH)
     header = GNU_HASH.size(mem.img.elf_class)
     if nbuckets == 0:
         raise Crash("DT_GNU_HASH has 0 buckets: the bucket index divides by zero")
-    h = gnu_hash(name)
+    h = gnu_hash(hashed or name)
     bits = 8 * w
     if bloom:
         # glibc masks the bloom index with (size - 1): the size must be a power of two.
@@ -316,13 +320,17 @@ class Consumer:
             view.verdefs = verdefs
         return view
 
+    def hashed(self, name: str) -> str:
+        """The name whose hash the consumer computes to look `name` up."""
+        return name
+
     def candidates(self, view: View, name: str) -> Iterable[int]:
         if self.hash_kind == "scan":
             nchain = self.mem.one(view.base + view.tags[DT["HASH"]] + self.word, self.word)     # DT_HASH word 1
             return range(min(nchain, MAX_STEPS))
         if self.hash_kind == "gnu-or-sysv" and DT["GNU_HASH"] in view.tags:
-            return _gnu_walk(self.mem, view, name, self.bloom)
-        return _sysv_walk(self.mem, view, name, self.word)
+            return _gnu_walk(self.mem, view, name, self.bloom, self.hashed(name))
+        return _sysv_walk(self.mem, view, name, self.word, self.hashed(name))
 
     def version_index(self, view: View, version: str) -> int | None:
         """Index of the version node a lookup names, or None if none matches."""
@@ -399,15 +407,57 @@ class Musl(Consumer):
     hash_kind = "scan"
 
 
+@dataclass(frozen=True)
+class GoRelease:
+    """How the Go runtime's vDSO lookup behaves in the releases [since, until):
+    its tables carry each symbol's ELF and GNU hashes precomputed, and
+    `misnamed` maps (ABI, symbol) to the name whose hashes a release carries
+    instead; `getrandom`: it looks up the vDSO getrandom (runtime/vdso_linux_*.go)."""
+    since: str
+    until: str | None
+    misnamed: dict
+    getrandom: bool
+
+    @property
+    def span(self) -> str:
+        if self.until is None:
+            return f"Go {self.since} and later"
+        last = f"{self.until.split('.')[0]}.{int(self.until.split('.')[1]) - 1}"
+        return f"Go {self.since}" if last == self.since else f"Go {self.since}-{last}"
+
+
+# Go 1.19-1.21 look __kernel_clock_gettime up on arm64 with the hashes of
+# __vdso_clock_gettime (0xd35ec75, 0x6e43a318), so a DT_GNU_HASH walk never
+# matches it and a DT_HASH walk starts in another bucket (golang/go#62309,
+# fixed for 1.22); 1.24 added the vDSO getrandom.  Newest last.
+GO_RELEASES = (
+    GoRelease("1.19", "1.22", {("arm64", "__kernel_clock_gettime"): "__vdso_clock_gettime"}, False),
+    GoRelease("1.22", "1.24", {}, False),
+    GoRelease("1.24", None, {}, True),
+)
+
+
 class Go(Consumer):
     name = "go"
     types = (STT_FUNC, STT_NOTYPE)
     version_hash = True
     needs_verdef = "crash"
 
-    def __init__(self, mem: Memory, abi: Abi | None) -> None:
+    def __init__(self, mem: Memory, abi: Abi | None, release: GoRelease = GO_RELEASES[-1]) -> None:
         super().__init__(mem, abi)
         self.word = 4
+        self.release = release
+
+    def hashed(self, name: str) -> str:
+        return self.release.misnamed.get((self.abi.name if self.abi else "", name), name)
+
+    def find(self, view: View, lookup: Lookup) -> tuple[Sym | None, str | None]:
+        sym, why = super().find(view, lookup)
+        other = self.hashed(lookup.symbol)
+        if sym is None and why is None and other != lookup.symbol:
+            why = (f"is looked up with the hashes of {other} (golang/go#62309), so the "
+                   f"{_table(self, view)} walk never reaches it")
+        return sym, why
 
 
 class SysvParser(Consumer):
@@ -467,7 +517,35 @@ def _one(img, mem, abi, exports, consumer, core):
     lookups = abi.lookups[consumer]
     if not lookups:
         return Verdict(consumer, "n/a", f"makes no vDSO calls on {abi.name}", [])
-    model = MODELS[consumer](mem, abi)
+    if consumer == "go":
+        return _go(img, mem, abi, exports, lookups, core)
+    return _judge(img, mem, abi, exports, consumer, lookups, core, MODELS[consumer](mem, abi))
+
+
+def _go(img, mem, abi, exports, lookups, core):
+    """The newest Go release's verdict, saying which releases it is for, and
+    the verdicts of older releases (GO_RELEASES) that differ."""
+    newest = _judge(img, mem, abi, exports, "go", lookups, core, Go(mem, abi, GO_RELEASES[-1]))
+    verdicts = []
+    for release in GO_RELEASES[:-1]:
+        asked = [lk for lk in lookups if release.getrandom or "getrandom" not in lk.symbol]
+        if newest.verdict != "breaks" and not any(a == abi.name for a, _name in release.misnamed):
+            # The newest release's walks, less the lookups this one does not make.
+            kept = [r for r, lk in zip(newest.lookups, lookups) if lk in asked]
+            verdicts.append((release, _verdict(abi, "go", kept, core)))
+        else:
+            verdicts.append((release, _judge(img, mem, abi, exports, "go", asked, core, Go(mem, abi, release))))
+    verdicts.append((GO_RELEASES[-1], newest))
+    first = len(verdicts) - 1
+    while first and verdicts[first - 1][1].verdict == newest.verdict:
+        first -= 1
+    span = f"the verdict of Go {verdicts[first][0].since} and later"
+    older = [f"{r.span}: {v.verdict}: {v.reason}" for r, v in verdicts[:-1] if v.verdict != newest.verdict]
+    reason = f"{newest.reason} ({span})" + "".join(f"; {o}" for o in older)
+    return Verdict("go", newest.verdict, reason, newest.lookups)
+
+
+def _judge(img, mem, abi, exports, consumer, lookups, core, model):
     try:
         view = model.setup()
     except GiveUp as e:

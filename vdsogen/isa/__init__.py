@@ -29,7 +29,7 @@ import importlib
 import pkgutil
 from functools import lru_cache
 from types import MappingProxyType, ModuleType
-from typing import Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from vdsogen.isa.base import Isa
 
@@ -74,3 +74,15 @@ def machine_names() -> dict[int, str]:
 
 
 __all__ = ["Isa", "module_names", "build", "registry", "for_machine", "machine_names"]
+
+
+def module_function(e_machine: int, name: str) -> Callable[..., Any] | None:
+    """A function the ISA module of a machine defines beside its ISA (such as
+    store_targets, which C002 asks), or None where the machine's module
+    has none or no module serves the machine."""
+    for module_name in module_names():
+        mod = importlib.import_module(f"{__name__}.{module_name}")
+        isa = getattr(mod, "ISA", None)
+        if isinstance(isa, Isa) and e_machine in isa.machines:
+            return getattr(mod, name, None)
+    return None

@@ -102,3 +102,61 @@ def data_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -
 
 ISA = Isa("arm64", {EM_AARCH64: "EM_AARCH64"}, _decoder, _classifier, code_endian=_code_endian,
           data_load=data_load)
+
+
+
+def store_targets(img: Image, code: bytes | bytearray | memoryview, addr: int) -> list[tuple[int, int | None]]:
+    """(address, target) of every store in `code` (at `addr`) that is not to
+    the stack: the target where adrp/adr and add in the same straight run of
+    code give its base register, else None.  A linear sweep; the known
+    registers are forgotten at every branch and call."""
+    known: dict[int, int] = {}
+    out: list[tuple[int, int | None]] = []
+    for i in range(0, len(code) - len(code) % 4, 4):
+        at = addr + i
+        word = int.from_bytes(code[i:i + 4], "little")
+        rd, rn = word & 31, (word >> 5) & 31
+        if word & 0x1F000000 == 0x10000000:                    # adr, adrp
+            imm = sext(((word >> 5) & 0x7FFFF) << 2 | ((word >> 29) & 3), 21)
+            known[rd] = (at & ~0xFFF) + (imm << 12) if word >> 31 else at + imm
+        elif word & 0x7F800000 == 0x11000000 and rn in known:   # add (immediate)
+            known[rd] = known[rn] + (((word >> 10) & 0xFFF) << (12 if word >> 22 & 1 else 0))
+        elif (word >> 25) & 5 == 4:                            # loads and stores
+            _load_store(word, at, known, out)
+        elif arm64_insn(word, at).kind != SEQ or word & 0xFFFFFC1F == 0xD63F0000:   # branches, blr
+            known.clear()
+        elif (word >> 25) & 0xF in (0x8, 0x9, 0x5, 0xD) or word & 0xFFF00000 == 0xD5300000:
+            known.pop(rd, None)                                # data processing and mrs write Rd
+    return out
+
+
+
+def _load_store(word: int, at: int, known: dict[int, int], out: list[tuple[int, int | None]]) -> None:
+    rt, rn, vector = word & 31, (word >> 5) & 31, word >> 26 & 1
+    off: int | None = None
+    written = [rt]                                             # what a load writes
+    if word & 0x3B000000 == 0x18000000:                        # load literal
+        known.pop(rt, None)
+        return
+    if word & 0x3F000000 == 0x08000000:                        # exclusives and acquire/release
+        store, off = not word >> 22 & 1, 0
+    elif word & 0x3A000000 == 0x28000000:                      # pairs
+        store = not word >> 22 & 1
+        scale = 2 + (word >> 30) if vector else 2 + (word >> 31)
+        off = sext(word >> 15, 7) << scale if (word >> 23) & 3 != 1 else 0
+        written.append((word >> 10) & 31)
+        if (word >> 23) & 3 in (1, 3):
+            written.append(rn)                                 # writeback
+    else:
+        size, opc = word >> 30, (word >> 22) & 3
+        store = opc == 0 or bool(vector and opc == 2)
+        if word & 0x3B000000 == 0x39000000:                    # unsigned offset, scaled
+            off = ((word >> 10) & 0xFFF) << (size | (opc & 2) << 1 if vector else size)
+        elif word & 0x3B200000 == 0x38000000:                  # 9-bit offset: unscaled, pre- or post-index
+            off = sext(word >> 12, 9) if (word >> 10) & 3 != 1 else 0
+            if (word >> 10) & 1:
+                written.append(rn)                             # writeback
+    if store and rn != 31:
+        out.append((at, known[rn] + off if rn in known and off is not None else None))
+    for reg in written[0 if not store else 1:]:
+        known.pop(reg, None)

@@ -88,3 +88,79 @@ def data_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -
 ISA = Isa("riscv", {EM_RISCV: "EM_RISCV"}, _decoder, _classifier,
           segment_types={EM_RISCV: frozenset({PT_RISCV_ATTRIBUTES})},
           data_load=data_load)
+
+
+def _compressed_rd(hw: int) -> int | None:
+    """The register a compressed instruction writes, or None (stores, branches, jumps)."""
+    quadrant, funct3 = hw & 3, hw >> 13
+    full, prime = (hw >> 7) & 31, 8 + ((hw >> 2) & 7)
+    if quadrant == 0:
+        return prime if funct3 in (0, 1, 2, 3) else None      # c.addi4spn, c.fld, c.lw, c.ld
+    if quadrant == 1:
+        if funct3 in (0, 1, 2, 3):                            # c.addi, c.addiw, c.li, c.lui/c.addi16sp
+            return full or None
+        return 8 + ((hw >> 7) & 7) if funct3 == 4 else None   # c.srli .. c.and
+    if funct3 in (0, 1, 2, 3):                                # c.slli, c.fldsp, c.lwsp, c.ldsp
+        return full or None
+    if funct3 == 4 and (hw >> 2) & 31:                        # c.mv, c.add
+        return full or None
+    return None
+
+
+def store_targets(img: Image, code: Code, addr: int) -> list[tuple[int, int | None]]:
+    """(address, target) of every store in `code` (at `addr`) that is not
+    to the stack: the target where auipc/lui and addi in the same straight
+    run of code give its base register, else None.  A linear sweep; the
+    known registers are forgotten at every jump, call and branch."""
+    known: dict[int, int] = {}
+    out: list[tuple[int, int | None]] = []
+    i = 0
+    while i + 2 <= len(code):
+        at = addr + i
+        half = int.from_bytes(code[i:i + 2], "little")
+        if half & 3 != 3:
+            quadrant, funct3 = half & 3, half >> 13
+            if quadrant == 0 and funct3 in (5, 6, 7):          # c.fsd, c.sw, c.sd
+                base = 8 + ((half >> 7) & 7)
+                off = (((half >> 10) & 7) << 3) | (((half >> 5) & 3) << 6) if funct3 != 6 else \
+                    (((half >> 10) & 7) << 3) | (((half >> 6) & 1) << 2) | (((half >> 5) & 1) << 6)
+                out.append((at, known[base] + off if base in known else None))
+            elif quadrant == 1 and funct3 == 0 and (half >> 7) & 31 in known:   # c.addi
+                reg = (half >> 7) & 31
+                known[reg] += sext(((half >> 7) & 0x20) | ((half >> 2) & 31), 6)
+            elif quadrant == 2 and funct3 == 4 and (half >> 2) & 31 and not half & 0x1000 \
+                    and (half >> 2) & 31 in known:               # c.mv rd, rs: the address moves
+                known[(half >> 7) & 31] = known[(half >> 2) & 31]
+            else:
+                if riscv_insn(code, i, at).kind != SEQ or (quadrant == 2 and funct3 == 4 and half & 0x1000):
+                    known.clear()                              # jumps, branches, c.jalr
+                rd = _compressed_rd(half)
+                if rd is not None:
+                    known.pop(rd, None)
+            i += 2
+            continue
+        if i + 4 > len(code):
+            break
+        word = int.from_bytes(code[i:i + 4], "little")
+        opcode, rd, rs1 = word & 0x7F, (word >> 7) & 31, (word >> 15) & 31
+        if opcode in (0x23, 0x27):                             # sb..sd, fsw/fsd
+            if rs1 != 2:
+                off = sext(((word >> 25) << 5) | ((word >> 7) & 31), 12)
+                out.append((at, known[rs1] + off if rs1 in known else None))
+        elif opcode == 0x2F and (word >> 27) != 2:             # AMOs and sc (not lr)
+            out.append((at, known.get(rs1)))
+            known.pop(rd, None)
+        elif opcode == 0x17:                                   # auipc
+            known[rd] = at + sext(word & 0xFFFFF000, 32)
+        elif opcode == 0x37:                                   # lui
+            known[rd] = sext(word & 0xFFFFF000, 32)
+        elif opcode == 0x13 and (word >> 12) & 7 == 0 and rs1 in known:   # addi
+            known[rd] = known[rs1] + sext(word >> 20, 12)
+        else:
+            if opcode in (0x67, 0x6F) or riscv_insn(code, i, at).kind != SEQ:
+                known.clear()                                  # jumps, calls (jalr with a link too)
+            if opcode not in (0x63,):                          # branches write no register
+                known.pop(rd, None)
+        known.pop(0, None)
+        i += 4
+    return out

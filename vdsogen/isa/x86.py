@@ -210,3 +210,73 @@ def data_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -
 
 ISA = Isa("x86", {EM_386: "EM_386", EM_X86_64: "EM_X86_64"}, _decoder, _classifier,
           data_load=data_load)
+
+
+# Opcodes whose ModRM memory operand they write: mov, the ALU ops but cmp,
+# xchg, and (with the ModRM reg field they need) the immediate ALU group,
+# inc/dec, not/neg, the shifts; 0F: setcc, bts/btr/btc, cmpxchg, xadd, the SSE stores.
+X86_STORES = {0x00, 0x01, 0x08, 0x09, 0x10, 0x11, 0x18, 0x19, 0x20, 0x21, 0x28, 0x29, 0x30, 0x31, 0x86, 0x87,
+              0x88, 0x89, 0xC0, 0xC1, 0xD0, 0xD1, 0xD2, 0xD3}
+X86_STORES_REG = {0x80: range(7), 0x81: range(7), 0x83: range(7), 0xC6: (0,), 0xC7: (0,), 0xFE: (0, 1),
+                  0xFF: (0, 1), 0xF6: (2, 3), 0xF7: (2, 3)}
+X86_0F_STORES = _set(range(0x90, 0xA0), 0xAB, 0xB3, 0xBB, 0xB0, 0xB1, 0xC0, 0xC1, 0x11, 0x13, 0x17, 0x29, 0x2B,
+                     0x7E, 0x7F, 0xD6, 0xE7, 0xC3)
+
+
+def store_targets(img: Image, code: Code, addr: int) -> list[tuple[int, int | None]]:
+    """(address, target) of every instruction in `code` (at `addr`) that
+    writes memory other than the stack: the target of a RIP-relative
+    operand (64-bit code) or an absolute one (32-bit code), else None
+    (through a register, or a string store).  A linear sweep; VEX-encoded
+    stores are not recognised."""
+    long_mode = img.e_machine == EM_X86_64
+    out: list[tuple[int, int | None]] = []
+    i = 0
+    while i < len(code):
+        try:
+            insn = x86_insn(code, i, addr + i, long_mode)
+        except (IndexError, KeyError):
+            break
+        if insn is None:
+            i += 1
+            continue
+        raw = bytes(code[i:i + insn.length])
+        target = _store(raw, addr + i, long_mode)
+        if target is not False:
+            out.append((addr + i, target))
+        i += insn.length
+    return out
+
+
+def _store(raw: bytes, at: int, long_mode: bool) -> int | None | bool:
+    """The target the instruction writes (None: unknown), or False for no store or a stack one."""
+    j, rex_b = 0, False
+    while j < len(raw) and (raw[j] in X86_PREFIXES or (long_mode and 0x40 <= raw[j] <= 0x4F)):
+        rex_b = long_mode and 0x40 <= raw[j] <= 0x4F and bool(raw[j] & 1)
+        j += 1
+    if j >= len(raw):
+        return False
+    op = raw[j]
+    if op in (0xA4, 0xA5, 0xAA, 0xAB):                       # movs, stos: through rdi
+        return None
+    if op == 0x0F:
+        if j + 2 >= len(raw) or raw[j + 1] not in X86_0F_STORES:
+            return False
+        m = j + 2
+    elif op in X86_STORES or (op in X86_STORES_REG and j + 1 < len(raw)
+                              and (raw[j + 1] >> 3) & 7 in X86_STORES_REG[op]):
+        m = j + 1
+    else:
+        return False
+    if m >= len(raw) or raw[m] >> 6 == 3:
+        return False                                          # a register operand
+    modrm = raw[m]
+    mod, rm = modrm >> 6, modrm & 7
+    if mod == 0 and rm == 5:                                  # RIP-relative (64-bit), absolute (32-bit)
+        disp = int.from_bytes(raw[m + 1:m + 5], "little", signed=True)
+        return at + len(raw) + disp if long_mode else disp & 0xFFFFFFFF
+    if rm == 4 and m + 1 < len(raw) and raw[m + 1] & 7 == 4 and not rex_b:
+        return False                                          # SIB base rsp: the stack
+    if rm == 5 and not rex_b:
+        return False                                          # rbp-based: the frame
+    return None

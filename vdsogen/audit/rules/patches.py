@@ -1,14 +1,56 @@
-"""Rules on the code patches a kernel applies to the image before it maps it."""
+"""Rules on the code patches a kernel applies to the image before it maps it.
+
+Each table is read with the entry layout of the image's era (its Linux
+version note); an image without a note is read with each layout a Linux
+ever used, and the one that reads the table whole with every entry in
+the image's code is taken.  Every finding names the layout it assumed."""
 
 import struct
+from dataclasses import dataclass
 
 from vdsogen.elf.consts import EM_386, EM_PPC, EM_PPC64, EM_X86_64, SHF_EXECINSTR, SHT_NOBITS
+from vdsogen.audit.era import parse
 from vdsogen.audit.rules import Context, Findings, rule
 
-# struct alt_instr: s32 instr_offset, s32 repl_offset, the feature (u16 up
-# to Linux 6.1, u32 feature and flags from 6.2), u8 instrlen, u8 replacementlen.
-ALT_FORMATS = {12: "<iiHBB", 14: "<iiIBB"}
 
+@dataclass(frozen=True)
+class Layout:
+    """One form of a patch-table entry: its struct format per ELF class (the
+    fields: original, replacement, feature, then the lengths), whether the
+    first two are offsets from the field (else addresses), and the first and
+    last Linux releases that wrote it (last None: today's)."""
+    name: str
+    since: str
+    last: str | None
+    formats: dict                  # ELF class -> struct format (little-endian)
+    relative: bool = True
+
+    def size(self, elf_class: int) -> int:
+        return struct.calcsize(self.formats[elf_class])
+
+    def span(self) -> tuple[tuple, tuple | None]:
+        """[first, end) as comparable versions: a last release of two parts
+        ("4.0") covers its every sublevel."""
+        if self.last is None:
+            return parse(self.since), None
+        last = parse(self.last)
+        return parse(self.since), (last[0], last[1], last[2] + 1) if self.last.count(".") == 2 else \
+            (last[0], last[1] + 1, 0)
+
+
+# struct alt_instr through the eras.  Up to 3.0 the original and replacement
+# are pointers (the cpuid a u8 and a pad byte before 2.6.36, a u16 after;
+# 24 bytes with the 64-bit padding); from 3.1 32-bit offsets from the field;
+# 4.1 added a pad length byte after the two lengths (13 bytes, packed),
+# 5.13 removed it; 6.2 widened the feature to a u32 of feature and flags.
+ALT_LAYOUTS = (
+    Layout("pointer, u8 cpuid", "2.6.0", "2.6.35", {32: "<IIBBBx", 64: "<QQBBBxxxxx"}, relative=False),
+    Layout("pointer, u16 cpuid", "2.6.36", "3.0", {32: "<IIHBB", 64: "<QQHBBxxxx"}, relative=False),
+    Layout("relative, u16 cpuid", "3.1", "4.0", {32: "<iiHBB", 64: "<iiHBB"}),
+    Layout("relative, u16 cpuid, pad length", "4.1", "5.12", {32: "<iiHBBx", 64: "<iiHBBx"}),
+    Layout("relative, u16 cpuid", "5.13", "6.1", {32: "<iiHBB", 64: "<iiHBB"}),
+    Layout("relative, u32 feature and flags", "6.2", None, {32: "<iiIBB", 64: "<iiIBB"}),
+)
 
 class _Code:
     """The image's executable sections, as address ranges (vDSOs link at 0:
@@ -22,21 +64,46 @@ class _Code:
         return any(lo <= addr and addr + n <= hi for lo, hi in self.ranges)
 
 
-def _table_findings(name, sec, data, sizes, faults_of):
-    """Findings on the patch table `data` of section `sec`, read with the entry
-    size of `sizes` that reads it most soundly; faults_of(data, size) yields
-    (entry index, why) for each entry a kernel could not apply safely."""
-    best = None
-    for size in sizes:
-        faults = list(faults_of(data, size))
-        if len(data) % size:
-            faults.insert(0, (None, f"{len(data)} bytes are not a whole number of {size}-byte entries"))
-        if best is None or len(faults) < len(best[1]):
-            best = (size, faults)
-    size, faults = best
-    for i, why in faults:
-        where = f"@0x{sec.offset:x}" if i is None else f"@0x{sec.offset + i * size:x}"
-        yield where, (f"{name}: {why}" if i is None else f"{name} entry {i}: {why}")
+def _read(img, data, form, faults_of):
+    """The faults of the table read with the layout `form` (each entry read
+    is charged to the image's work budget)."""
+    size = form[1]
+    img.charge(len(data) // size + 1)
+    faults = list(faults_of(form[2]))
+    if len(data) % size:
+        faults.insert(0, (None, f"{len(data)} bytes are not a whole number of {size}-byte entries"))
+    return faults
+
+
+def _table_findings(img, name, sec, data, forms, era, faults_of, chosen_by="the image's era"):
+    """Findings on the patch table `data` of section `sec`.  `forms` are
+    (description, size, key, spans) of each entry layout, spans the Linux
+    releases that wrote it; faults_of(key) yields (entry index, why) for each
+    entry a kernel could not apply safely read with that layout.  The era's
+    layout is assumed; without an era, the layout that reads the table whole
+    and sound, or a finding that none does."""
+    mine = [f for f in forms if era is not None and any(lo <= era and (hi is None or era < hi)
+                                                           for lo, hi in f[3])]
+    if mine:
+        form = mine[0]
+        faults = _read(img, data, form, faults_of)
+        if faults:
+            clean = [f[0] for f in forms if f is not form and not _read(img, data, f, faults_of)]
+            also = f"; {clean[0]} reads it whole and sound (a backport?)" if clean else ""
+            for i, why in faults:
+                where = f"@0x{sec.offset:x}" if i is None else f"@0x{sec.offset + i * form[1]:x}"
+                head = f"{name}: " if i is None else f"{name} entry {i}: "
+                yield where, f"{head}{why} (read as {form[0]}, {chosen_by}{also})"
+        return
+    tried = [(form, _read(img, data, form, faults_of)) for form in forms]
+    sound = [form for form, faults in tried if not faults]
+    if sound:
+        return
+    form, faults = min(tried, key=lambda t: len(t[1]))
+    _i, why = faults[0]
+    yield f"@0x{sec.offset:x}", (f"{name}: cannot tell its entry layout: no layout a Linux used reads these "
+                                 f"{len(data)} bytes whole with every entry in the image's code (closest, "
+                                 f"{form[0]}: {why}{f' and {len(faults) - 1} more' if len(faults) > 1 else ''})")
 
 
 def _patch_sections(img, names):
@@ -47,11 +114,31 @@ def _patch_sections(img, names):
             yield name, sec, bytes(img.section_bytes(sec))
 
 
-def _alt_faults(data, base, size, code):
-    fmt = ALT_FORMATS[size]
+def _alt_forms(elf_class):
+    """(description, size, (format, relative), spans) of each alternatives
+    entry layout for an image of this ELF class, layouts of equal form merged."""
+    merged: dict = {}
+    for lay in ALT_LAYOUTS:
+        key = (lay.formats[elf_class], lay.relative)
+        merged.setdefault(key, (lay, []))[1].append(lay)
+    out = []
+    for key, (lay, same) in merged.items():
+        spans = [x.span() for x in same]
+        text = " and ".join(f"{x.since}-{x.last}" if x.last else f"{x.since} and later" for x in same)
+        out.append((f"the {lay.size(elf_class)}-byte {lay.name} layout of Linux {text}", lay.size(elf_class), key,
+                    spans))
+    return out
+
+
+def _alt_faults(data, base, key, code):
+    fmt, relative = key
+    size = struct.calcsize(fmt)
     for i in range(0, len(data) - len(data) % size, size):
         rel_instr, rel_repl, _feature, ilen, rlen = struct.unpack_from(fmt, data, i)
-        instr, repl = base + i + rel_instr, base + i + 4 + rel_repl
+        if relative:
+            instr, repl = base + i + rel_instr, base + i + 4 + rel_repl
+        else:
+            instr, repl = rel_instr, rel_repl
         if not code.holds(instr, ilen):
             yield i // size, f"original 0x{instr:x}+{ilen} is not in the image's code"
         elif not code.holds(repl, rlen):
@@ -66,33 +153,35 @@ def _alt_faults(data, base, size, code):
       where the CPU has the feature.  An entry whose original or replacement
       lies outside the image's code, or whose replacement is longer than its
       original, makes the kernel write outside the instruction it patches (or
-      refuse at boot).  Entries are 12 bytes up to Linux 6.1 and 14 from 6.2:
-      the image's version note says which; without one, the form that reads
-      the table whole and sound.""")
+      refuse at boot).  The entry (struct alt_instr) changed with the
+      kernel: pointers up to Linux 3.0 (24 bytes in a 64-bit image, 12 in a
+      32-bit one), 12 bytes of offsets from 3.1, 13 with a pad length byte
+      from 4.1 to 5.12, 12 again from 5.13, 14 with a 32-bit feature from
+      6.2.  The image's version note says which; without one, the layout
+      that reads the table whole with every entry in the image's code, or a
+      finding that none does.  Every finding names the layout it assumed.""")
 def alternatives_fit(ctx: Context) -> Findings:
     img = ctx.image
     if img.e_machine not in (EM_386, EM_X86_64):
         return
     code = _Code(img)
+    forms = _alt_forms(img.elf_class)
     for name, sec, data in _patch_sections(img, (".altinstructions",)):
-        if ctx.era is not None:
-            sizes = [14 if ctx.era >= (6, 2, 0) else 12]
-        else:
-            sizes = [n for n in (14, 12) if len(data) % n == 0] or [14]
-        yield from _table_findings(name, sec, data, sizes,
-                                   lambda data, size, sec=sec: _alt_faults(data, sec.addr, size, code))
+        yield from _table_findings(img, name, sec, data, forms, ctx.era,
+                                   lambda key, sec=sec, data=data: _alt_faults(data, sec.addr, key, code))
 
 
 # struct fixup_entry (powerpc): unsigned long mask and value, then long
-# start, end, alt_start and alt_end, each relative to the entry.  24 bytes
-# from a 32-bit kernel; 48 from a 64-bit one, its vdso32's too (the offsets
-# sign-extended by a 0xffffffff high word, big-endian).
+# start, end, alt_start and alt_end, each relative to the entry (since
+# 2.6.27).  24 bytes from a 32-bit kernel; 48 from a 64-bit one, its
+# vdso32's too (the offsets sign-extended by a 0xffffffff high word).
 FTR_SECTIONS = ("__ftr_fixup", "__mmu_ftr_fixup", "__fw_ftr_fixup")
-FTR_FORMATS = {24: "IIiiii", 48: "QQqqqq"}
+FTR_FORMS = {24: ("the 24-byte layout of a 32-bit kernel", "IIiiii"),
+             48: ("the 48-byte layout of a 64-bit kernel", "QQqqqq")}
 
 
 def _ftr_faults(data, base, size, order, code):
-    fmt = order + FTR_FORMATS[size]
+    fmt = order + FTR_FORMS[size][1]
     for i in range(0, len(data) - len(data) % size, size):
         _mask, _value, *rel = struct.unpack_from(fmt, data, i)
         start, end, alt, alt_end = (base + i + r for r in rel)
@@ -118,9 +207,12 @@ def _ftr_faults(data, base, size, order, code):
       lies outside the image's code, runs backwards or is not word-aligned
       makes the kernel write outside the code it patches; an alternative
       longer than its body the kernel refuses (a warning at boot, the code
-      left unpatched).  Entries are 24 bytes from a 32-bit kernel and 48
-      from a 64-bit one (its 32-bit vDSO's too): the form that reads the
-      table whole and sound.""")
+      left unpatched).  Entries (struct fixup_entry, offsets from the entry
+      since Linux 2.6.27) are 24 bytes from a 32-bit kernel and 48 from a
+      64-bit one (its 32-bit vDSO's too): the kernel's word size, not its
+      era, decides, so a 64-bit image is read with 48 and a 32-bit one with
+      the layout that reads the table whole and sound.  Every finding names
+      the layout it assumed.""")
 def feature_fixups_fit(ctx: Context) -> Findings:
     img = ctx.image
     if img.e_machine not in (EM_PPC, EM_PPC64):
@@ -128,6 +220,10 @@ def feature_fixups_fit(ctx: Context) -> Findings:
     code = _Code(img)
     order = "<" if img.little else ">"
     sizes = [48] if img.elf_class == 64 else [24, 48]
+    forms = [(FTR_FORMS[n][0], n, n, [(parse("2.6.27"), None)] if img.elf_class == 64 else []) for n in sizes]
+    # A 64-bit image's layout is known whatever its era; a 32-bit one's is chosen.
+    era = parse("2.6.27") if img.elf_class == 64 else None
     for name, sec, data in _patch_sections(img, FTR_SECTIONS):
-        yield from _table_findings(name, sec, data, sizes,
-                                   lambda data, size, sec=sec: _ftr_faults(data, sec.addr, size, order, code))
+        yield from _table_findings(img, name, sec, data, forms, era,
+                                   lambda n, sec=sec, data=data: _ftr_faults(data, sec.addr, n, order, code),
+                                   "a 64-bit image's")

@@ -4,6 +4,8 @@ from vdsogen.elf.consts import (SHF_ALLOC, SHF_WRITE, SHT_DYNAMIC, SHT_DYNSYM, S
                                 SHT_GNU_VERSYM, SHT_HASH, SHT_NOBITS)
 from vdsogen.audit.era import show
 from vdsogen.audit.rules import Context, Findings, rule
+from vdsogen.audit.rules.code import code_regions
+from vdsogen.isa import module_function
 
 WRITABLE_DATA = (".data", ".bss", ".sdata", ".sbss", ".tdata", ".tbss")
 # Writable flags on these are a known quirk of x86 images (eu-elflint: "wrong flags").
@@ -40,14 +42,23 @@ OLD_DATA_UNTIL = "4.0"
 @rule("C002", "error", "no writable data: no non-empty .data, .bss or other writable allocated section",
       """Linux maps the vDSO read-only and shares one copy between all
       processes: writable data would be neither writable nor private, and
-      .bss is not even in the file.  The writable flag on .rodata or
-      .dynamic inside the R+X load is a tolerated quirk of x86 images.""",
-      relief=f"""A warning for initialised data (not .bss) in an image whose
-      version note predates Linux {OLD_DATA_UNTIL}: some 2.6 and 3.x vDSOs
-      carry a few bytes of .data that nothing writes once the image is
-      mapped, and they ran with every libc of their time.  Information
-      under qemu-user: QEMU maps its vDSO as one private, writable copy
-      per process, and its images keep a little .data.""", qemu_user="info")
+      .bss is not even in the file.  Code that stores to it faults.  The
+      writable flag on .rodata or .dynamic inside the R+X load is a
+      tolerated quirk of x86 images.  The decoder looks for the stores:
+      where it resolves one into the section (RISC-V auipc/addi, arm64
+      adrp/add, x86-64 RIP-relative and i386 absolute operands), the
+      finding names it.""",
+      relief=f"""A warning for initialised data (not .bss) that no store the
+      decoder can resolve writes: read-only data in a writable section is
+      harmless once mapped read-only (the message says how many stores go
+      through registers the decoder cannot follow; on a machine whose
+      decoder follows no stores it stays an error).  A warning too for
+      initialised data in an image whose version note predates Linux
+      {OLD_DATA_UNTIL}: some 2.6 and 3.x vDSOs carry a few bytes of .data
+      that nothing writes once the image is mapped, and they ran with every
+      libc of their time.  Information under qemu-user: QEMU maps its vDSO
+      as one private, writable copy per process, and its images keep a
+      little .data.""", qemu_user="info")
 def no_writable_data(ctx: Context) -> Findings:
     old = ctx.before(OLD_DATA_UNTIL)
     for sec in ctx.image.sections:
@@ -58,9 +69,39 @@ def no_writable_data(ctx: Context) -> Findings:
         if sec.type == SHT_NOBITS:
             yield _at(sec), f"{sec.name} holds {sec.size} bytes of zeroed data"
         elif named or writable:
-            yield _at(sec), (f"{sec.name} holds {sec.size} bytes of writable data" +
-                             (f" (a Linux {show(ctx.era)} image: read-only once mapped)" if old else "")), \
-                ("warning" if old else None)
+            head = f"{sec.name} holds {sec.size} bytes of writable data"
+            if old:
+                yield _at(sec), f"{head} (a Linux {show(ctx.era)} image: read-only once mapped)", "warning"
+                continue
+            writes, unknown = _stores_into(ctx, sec)
+            if writes is None:
+                yield _at(sec), f"{head} (the decoder follows no stores on this machine)", None
+            elif writes:
+                yield _at(sec), (f"{head}, and the code writes it: " +
+                                 ", ".join(f"0x{a:x} stores to 0x{t:x}" for a, t in writes[:3]) +
+                                 (f" and {len(writes) - 3} more" if len(writes) > 3 else "")), None
+            else:
+                why = (f"no store the decoder resolves writes it; {unknown} go through registers it cannot "
+                       "follow" if unknown else "no store in the code but to the stack")
+                yield _at(sec), f"{head}, read-only once mapped ({why})", "warning"
+
+
+def _stores_into(ctx: Context, sec) -> tuple[list[tuple[int, int]] | None, int]:
+    """([(store address, target)] of the stores the decoder resolves into
+    `sec`, how many it cannot resolve); (None, 0) where the machine's decoder
+    follows no stores.  The code's stores are found once per image."""
+    if "stores" not in ctx.cache:
+        find = module_function(ctx.image.e_machine, "store_targets")
+        stores = None if find is None else []
+        for addr, code, _off in code_regions(ctx.image) if find is not None else ():
+            ctx.image.charge(len(code) // 4 + 1)        # one unit per instruction word swept
+            stores.extend(find(ctx.image, code, addr))
+        ctx.cache["stores"] = stores
+    stores = ctx.cache["stores"]
+    if stores is None:
+        return None, 0
+    lo, hi = sec.addr, sec.addr + sec.size
+    return [(a, t) for a, t in stores if t is not None and lo <= t < hi], sum(1 for _a, t in stores if t is None)
 
 
 TAG_SECTIONS = ((SHT_DYNSYM, "SYMTAB"), (SHT_HASH, "HASH"), (SHT_GNU_HASH, "GNU_HASH"),
