@@ -177,14 +177,15 @@ class Headers:
                                  f"the file (0x{len(self.data):x} bytes)", self._ehdr_field("e_shoff"))
             raw = [self.read(SHDR, self.e_shoff + i * shsize) for i in range(self.e_shnum)]
             index = raw[0].sh_link if self.e_shstrndx == SHN_XINDEX else self.e_shstrndx
-            if not 0 < index < self.e_shnum:
+            if index >= self.e_shnum:
                 # Every name would read as "": a damaged .altinstructions would pass unseen.
                 raise Unreadable(f"e_shstrndx {self.e_shstrndx} is not one of the {self.e_shnum} sections: "
                                  f"no section name can be read", self._ehdr_field("e_shstrndx"))
-            names = raw[index].sh_offset
+            # SHN_UNDEF: the file says it has no names (rule H005 refuses that).
+            names = raw[index].sh_offset if index else None
             for i, sh in enumerate(raw):
                 try:
-                    name = self._table_string(names + sh.sh_name)
+                    name = self._table_string(names + sh.sh_name) if names is not None else ""
                 except Unreadable as err:
                     raise Unreadable(f"section header {i}: {err}", self.e_shoff + i * shsize) from None
                 self.sections.append(Section(i, name, sh.sh_type, sh.sh_flags, sh.sh_addr, sh.sh_offset, sh.sh_size,
