@@ -68,6 +68,7 @@ void step(const char *name, int (*fn)(void));
 int run_stopped(void);
 
 extern int h_other_cpu;		/* another CPU, for writer threads (or the same one) */
+extern int h_soak;			/* seconds each racing writer runs (VDSOGEN_HARNESS_SOAK), 0: 100 ms */
 void pin_to(int cpu);
 void pin_cpus(void);
 

@@ -20,6 +20,7 @@
  * checks rendered beside them.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -71,9 +72,12 @@ static int step_trap(void)
 }
 #endif
 
+int h_soak;
+
 int main(int argc, char **argv)
 {
 	const struct h_group *g;
+	const char *soak;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc >= 2 && strcmp(argv[1], "--bench") == 0) {
@@ -86,6 +90,11 @@ int main(int argc, char **argv)
 	}
 	printf("# vdsogen harness for %s (%s)\n", H_TARGET, H_SPEC);
 	h_image_path = argv[1];
+	soak = getenv("VDSOGEN_HARNESS_SOAK");
+	if (soak) {
+		h_soak = (int)strtol(soak, NULL, 10);
+		printf("# soak: each racing writer runs %d s\n", h_soak);
+	}
 	setup_signals();
 	pin_cpus();
 

@@ -135,6 +135,12 @@ static void on_term(int sig)
 	_exit(128 + sig);
 }
 
+/* The watchdog's allowance: a soak adds its seconds for each racing writer a group may run. */
+static int group_timeout(void)
+{
+	return GROUP_TIMEOUT + h_soak * (1 + H_NCOUNTER_MODES);
+}
+
 static void on_alarm(int sig)
 {
 	char msg[256];
@@ -143,7 +149,7 @@ static void on_alarm(int sig)
 	(void)sig;
 	n = snprintf(msg, sizeof(msg), "FAIL %s: no answer within %d s (a hang in the image?)\n"
 		     "%u passed, %u failed\n", h_current[0] ? h_current : h_group ? h_group : "harness",
-		     GROUP_TIMEOUT, n_pass, n_fail + 1);
+		     group_timeout(), n_pass, n_fail + 1);
 	if (n > 0 && write(STDOUT_FILENO, msg, (size_t)n) < 0)
 		_exit(3);
 	_exit(1);
@@ -195,7 +201,7 @@ static int guarded(const char *name, void (*fn)(void), int (*step_fn)(void))
 	}
 	h_group = name;
 	h_current[0] = 0;
-	alarm(GROUP_TIMEOUT);
+	alarm((unsigned int)group_timeout());
 	if (sigsetjmp(jb, 1) == 0) {
 		h_jmp = &jb;
 		if (fn)

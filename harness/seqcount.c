@@ -185,11 +185,13 @@ static void seq_wait(struct chk *k, int32_t page_mode, int clk)
 
 /*
  * Readers of every clock the writer's page serves, for 100 ms of its
- * updates, and longer (up to 5 s) until it has made 64 of them: on a busy
- * machine the writer may not run at once.
+ * updates (or the soak's seconds: `vdsogen test --soak`), and longer (up to
+ * 5 s) until it has made 64 of them: on a busy machine the writer may not
+ * run at once.
  */
 static void seq_concurrent(struct chk *k, int32_t page_mode)
 {
+	const int64_t window = h_soak ? (int64_t)h_soak * NSEC_PER_SEC : 100000000;
 	struct hts t0, t1;
 	unsigned long reads = 0;
 	struct tk tk;
@@ -215,7 +217,7 @@ static void seq_concurrent(struct chk *k, int32_t page_mode)
 		reads++;
 		if (reads % 16 == 0)
 			sys_gettime(C_MONOTONIC, &t1);
-	} while (reads % 16 != 0 || elapsed_ns(t0, t1) < 100000000 ||
+	} while (reads % 16 != 0 || elapsed_ns(t0, t1) < window ||
 		 (__atomic_load_n(&h_writer.updates, __ATOMIC_RELAXED) < 64 && elapsed_ns(t0, t1) < 5 * NSEC_PER_SEC));
 	thread_stop();
 	printf("# %s: %lu rounds of reads against %lu updates, %lu bad reads\n",

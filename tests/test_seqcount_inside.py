@@ -67,3 +67,18 @@ def test_a_missing_retry_is_caught(tmp_path, harness, name, edit):
         assert failed, out
     else:
         assert any(c.startswith("seqcount.wait.") for c in outcome.failed), out
+
+
+def test_soak_runs_the_racing_writers_longer():
+    """`test --soak=SECONDS`: each racing writer runs that long (the
+    watchdog and the timeout grow to match); bad values are refused."""
+    from conftest import vdsogen
+
+    proc = vdsogen("test", "--arch=x86_64", "--soak=2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "# soak: each racing writer runs 2 s" in proc.stdout
+    rounds = [ln for ln in proc.stdout.splitlines() if ln.startswith("# seqcount.concurrent: ")]
+    assert rounds and "0 bad reads" in rounds[0]
+    for bad in ("-1", "x", "86401"):
+        proc = vdsogen("test", "--arch=x86_64", f"--soak={bad}")
+        assert proc.returncode == 2 and "--soak" in proc.stderr and "Traceback" not in proc.stderr

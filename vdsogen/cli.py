@@ -122,11 +122,22 @@ def cmd_rules(args):
     return 0
 
 
+def _soak_seconds(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of seconds from 0 to 86400")
+    return value
+
+
 def cmd_test(args):
     from vdsogen.harness.driver import RUN_TIMEOUT, run_tests
 
     return run_tests(load_target(args.arch, args.specs), args.image, workdir=args.workdir, bench=args.bench,
-                     timeout=args.timeout or RUN_TIMEOUT, aux_clocks=args.aux_clocks, layout=args.layout)
+                     timeout=args.timeout or RUN_TIMEOUT, aux_clocks=args.aux_clocks, layout=args.layout,
+                     soak=args.soak)
 
 
 def cmd_run(args):
@@ -269,6 +280,10 @@ def parser():
                         "(a kernel with CONFIG_POSIX_AUX_CLOCKS; vdsogen's own images), or none (a kernel built "
                         "without it: every aux id makes the syscall); default: served for an image built here, "
                         "else the image's answer for the enabled AUX0 tells")
+    s.add_argument("--soak", type=_soak_seconds, default=0, metavar="SECONDS",
+                   help="run each racing writer of the seqcount checks for SECONDS instead of 100 ms, against "
+                        "readers of every clock (the timeout grows to match); seqcount.inside.* needs no soak: "
+                        "it puts an update inside the read on purpose")
     _specs_option(s)
     s.set_defaults(func=cmd_test)
 

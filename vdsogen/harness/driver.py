@@ -306,14 +306,17 @@ def die_with_parent() -> None:
 AUX_CLOCKS = ("served", "none")
 
 
-def _harness_env(target, image, aux_clocks=None):
+def _harness_env(target, image, aux_clocks=None, soak=0):
     """The harness's environment: an image not built for BTI (a Linux image
     of a kernel without BTI) is mapped unguarded, as such a kernel maps it,
     whatever the spec builds ([harness] bti); the aux clocks' treatment, when
-    said (VDSOGEN_HARNESS_AUX)."""
+    said (VDSOGEN_HARNESS_AUX); how long the racing writers run, when longer
+    than their 100 ms (VDSOGEN_HARNESS_SOAK, seconds)."""
     env = {}
     if aux_clocks is not None:
         env["VDSOGEN_HARNESS_AUX"] = aux_clocks
+    if soak:
+        env["VDSOGEN_HARNESS_SOAK"] = str(soak)
     if target.harness.bti:
         from vdsogen.audit.rules.notes import built_for_bti
         from vdsogen.elf.reader import ElfImage
@@ -352,7 +355,7 @@ def _signal_group(proc, sig):
 
 
 def run_harness(target, exe, image, builder=None, stream=None, timeout=RUN_TIMEOUT, bench=False,
-                aux_clocks=None):
+                aux_clocks=None, soak=0):
     """Run a built harness on image, relaying its lines; returns (exit status, Outcome).
 
     The harness runs in a process group of its own.  After `timeout` seconds
@@ -370,7 +373,7 @@ def run_harness(target, exe, image, builder=None, stream=None, timeout=RUN_TIMEO
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 errors="replace", start_new_session=True, preexec_fn=die_with_parent,
-                                env=_harness_env(target, image, aux_clocks))
+                                env=_harness_env(target, image, aux_clocks, soak))
     except OSError as e:
         raise HarnessError(f"{argv[0]}: cannot start: {e.strerror}") from None
     lines: queue.Queue = queue.Queue()
@@ -448,7 +451,7 @@ def _verdict(rc, outcome, stream):
 
 
 def run_tests(target, image=None, workdir=None, *, builder=None, stream=None, timeout=RUN_TIMEOUT,
-              bench=False, aux_clocks=None, layout=None):
+              bench=False, aux_clocks=None, layout=None, soak=0):
     """`vdsogen test`: build the harness (and an image when none is given), run, report.
 
     Returns 0 when every check passed, 1 otherwise.  A harness that cannot be
@@ -456,15 +459,17 @@ def run_tests(target, image=None, workdir=None, *, builder=None, stream=None, ti
     clock_gettime through the image and through the syscall instead.
     `aux_clocks` (AUX_CLOCKS): how the image treats aux clocks.  `layout`
     names the data-page layout to play; else an image's Linux version note
-    picks it (vdsogen/harness/layouts.py), and the run says which.
+    picks it (vdsogen/harness/layouts.py), and the run says which.  `soak`:
+    seconds each racing writer runs (seqcount.concurrent and the clock
+    modes' pages), on top of which the timeout grows.
     """
     result = run_tests_full(target, image, workdir, builder=builder, stream=stream, timeout=timeout,
-                            bench=bench, aux_clocks=aux_clocks, layout=layout)
+                            bench=bench, aux_clocks=aux_clocks, layout=layout, soak=soak)
     return result[0]
 
 
 def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=None, timeout=RUN_TIMEOUT,
-                   bench=False, aux_clocks=None, layout=None):
+                   bench=False, aux_clocks=None, layout=None, soak=0):
     """Like run_tests, but returns (status, Outcome) for callers that look at single checks."""
     from vdsogen.harness import layouts
 
@@ -481,17 +486,19 @@ def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=Non
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = stack.enter_context(scratch_dir(f"test-{target.name}"))
-        return _run_in(target, image, Path(workdir), builder, stream, timeout, bench, aux_clocks)
+        # Each racing writer (the time page's, each clock mode's page's) soaks in turn.
+        timeout += soak * (1 + len(target.counter.modes))
+        return _run_in(target, image, Path(workdir), builder, stream, timeout, bench, aux_clocks, soak)
 
 
-def _run_in(target, image, workdir, builder, stream, timeout, bench, aux_clocks):
+def _run_in(target, image, workdir, builder, stream, timeout, bench, aux_clocks, soak):
     try:
         workdir.mkdir(parents=True, exist_ok=True)
         target, image = _test_build(target, image, workdir, builder, stream)
         if image is None:
             image = _build_image(target, workdir / "image", builder)
         exe = build_harness(target, workdir, builder)
-        rc, outcome = run_harness(target, exe, image, builder, stream, timeout, bench, aux_clocks)
+        rc, outcome = run_harness(target, exe, image, builder, stream, timeout, bench, aux_clocks, soak)
         if bench:
             return (0 if rc == 0 else 1), outcome
         return _verdict(rc, outcome, stream), outcome
