@@ -54,7 +54,7 @@ def build(target, out):
 def test_an_image_names_its_data_pages(built):
     target, so, _ = built("x86_64")
     assert not n008(target, so)
-    assert target.datapage.note.startswith("linux-6.17-x86 ") and target.datapage.note.endswith(" 4096x6")
+    assert target.datapage.note.startswith("linux-6.17-x86 ") and target.datapage.note.endswith(" 4096x6 tick 4000000")
 
 
 def test_an_image_built_for_other_pages_fails_check(tmp_path):
@@ -65,6 +65,16 @@ def test_an_image_built_for_other_pages_fails_check(tmp_path):
     found = n008(load_target("x86_64"), so)
     assert [f.severity for f in found] == ["error"]
     assert "16384x6" in found[0].message and "4096x6" in found[0].message
+
+
+def test_an_image_built_for_another_tick_fails_check(tmp_path):
+    """HZ=1000 where the spec says HZ=250: clock_getres of the coarse clocks
+    would answer 1 ms on a 4 ms kernel, and the harness, playing the same
+    spec, would agree with it."""
+    spec = (ROOT / "specs" / "x86_64.toml").read_text().replace("tick_nsec = 4000000", "tick_nsec = 1000000")
+    other = load_target("x86_64", specs_dir(tmp_path, spec_text=spec))
+    found = n008(load_target("x86_64"), build(other, tmp_path / "out"))
+    assert found and "tick 1000000" in found[0].message and "tick 4000000" in found[0].message
 
 
 def test_an_image_without_the_note_fails_check(tmp_path):

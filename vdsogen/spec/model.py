@@ -142,9 +142,10 @@ class DataPages:
 
     @property
     def note(self) -> str:
-        """What the image's layout note says (templates/note.S.j2): the
-        layout's name and digest, the page size and count."""
-        return f"{self.layout.name} {self.layout.digest()} {self.page_size}x{self.pages}"
+        """What the image's data-pages note says (templates/note.S.j2): the
+        layout's name and digest, the page size and count, the tick (the
+        coarse clocks' resolution, which clock_getres answers)."""
+        return f"{self.layout.name} {self.layout.digest()} {self.page_size}x{self.pages} tick {self.tick_nsec}"
 
 
 @dataclass(frozen=True)

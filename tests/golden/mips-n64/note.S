@@ -15,7 +15,7 @@
 /*
  * The data pages it was built for: name "vdsogen", type 2, the layout's
  * name and digest (vdsogen/spec/layout.py: Layout.digest), the page size
- * and count.  `vdsogen check` holds the image to it (N008), and
+ * and count, the tick.  `vdsogen check` holds the image to it (N008), and
  * `vdsogen run --image` to the running kernel's pages.
  */
 	.balign	4
@@ -24,7 +24,7 @@
 	.long	2			/* type: data pages */
 1:	.asciz	"vdsogen"
 2:	.balign	4
-3:	.asciz	"linux-6.17 db534a7817302561 4096x4"
+3:	.asciz	"linux-6.17 db534a7817302561 4096x4 tick 4000000"
 4:	.balign	4
 
 	.section .note.GNU-stack, "", %progbits

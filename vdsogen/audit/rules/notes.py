@@ -148,8 +148,9 @@ LAYOUT_NOTE = ("vdsogen", 2)
       """Every image vdsogen builds carries a note ("vdsogen", type 2): the
       layout's name, a digest of what the code reads from it (every struct
       member's offset, the pages, the access paths; Layout.digest), the page
-      size and count.  `check` holds the image to its spec: an image built
-      for other pages reads the wrong fields of the right kernel.  A layout
+      size and count, the tick (the coarse clocks' resolution).  `check`
+      holds the image to its spec: an image built for other pages reads the
+      wrong fields of the right kernel.  A layout
       that takes the name of one of vdsogen's own (Linux's, as vdsogen ships
       them) must also lay out the same data: two fields swapped in a copy
       would build an image that passes its own harness, which plays the
