@@ -1,0 +1,754 @@
+"""`vdsogen diff OLD NEW`: what changed between two vDSO images for their users.
+
+Both images are read as `vdsogen audit` reads them (the ABI detected from
+the ELF, the consumers' lookups simulated, vdsogen.audit.consumers) and
+compared fact by fact: exports and version nodes, soname, e_flags, notes,
+the data offsets each export's code reads, the signal trampolines (their
+words and the CFI that covers them), hot-path instruction counts and
+sizes.  A change breaks a consumer when that consumer fares worse with NEW
+than with OLD: glibc, musl, the Go runtime and the DT_HASH-only parser
+find fewer of their lookups or get a worse verdict; the unwinders (libgcc,
+gdb, libunwind: audit rule T001) no longer find a trampoline's words at
+its symbol, with no CFI to fall back on; a caller that looks up by name an
+export that is gone.  docs/audit.rst ("Comparing two images") documents
+each kind of change and the JSON schema.
+
+Exit 1 when a change breaks a consumer, 0 otherwise; 2 for an unusable
+input or two images of different ABIs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from vdsogen import __version__
+from vdsogen.audit.consumers import Verdict, defined_exports, simulate
+from vdsogen.audit.era import show, version_of
+from vdsogen.audit.report import size_of
+from vdsogen.bench import hotpath
+from vdsogen.elf import decode
+from vdsogen.elf.consts import EM_386, EM_AARCH64, EM_X86_64, PT_GNU_EH_FRAME, STT_FUNC
+from vdsogen.elf.reader import ElfImage, Unreadable
+from vdsogen.errors import ImageError, VdsogenError
+from vdsogen.isa.x86 import X86_0F_NO_MODRM, X86_MODRM
+from vdsogen.spec import abi as abi_catalogue
+from vdsogen.spec import functions
+from vdsogen.spec.model import name_means
+
+SCHEMA = "vdsogen-diff/1"
+# Kinds of change, in the order a report lists them.
+KINDS = ("export", "version", "soname", "flags", "note", "consumer", "trampoline", "cfi", "data", "hotpath", "size")
+# How bad a consumer's verdict is: a higher rank is worse.
+RANK = {"n/a": 0, "works": 0, "degraded": 1, "breaks": 2}
+UNWINDERS = "unwinders"          # libgcc, gdb, libunwind: they match trampolines by their words (T001)
+CALLERS = "callers"              # a program that looks an export up by its name (dlsym, vdso_sym)
+NOTE_BUILD_ID = ("GNU", 3)       # differs between any two builds: compared for presence only
+
+
+class AbiMismatch(VdsogenError):
+    """The two images are not of one ABI (exit 2)."""
+
+
+@dataclass
+class Change:
+    kind: str                    # of KINDS
+    what: str                    # the export, note, consumer... that changed
+    old: Any                     # None: absent in OLD
+    new: Any                     # None: absent in NEW
+    breaks: list[str] = field(default_factory=list)   # consumers this change breaks
+    why: str = ""                # one line for the text report
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "what": self.what, "old": self.old, "new": self.new, "breaks": list(self.breaks)}
+
+
+@dataclass
+class Trampoline:
+    address: int | None          # the symbol's value; None: not exported
+    matches: bool                # the catalogue's words (the bytes unwinders compare) are at the symbol
+    cfi: str                     # "signal frame", "yes" (an FDE covers it) or "no"
+
+
+@dataclass
+class Facts:
+    """What diff compares of one image."""
+    path: str
+    abi: abi_catalogue.Abi
+    linux: str | None
+    exports: set
+    versions: list
+    soname: str | None
+    flags: int
+    notes: dict                  # "name type" -> description (hex), or "present" for a build-id
+    consumers: list              # of Verdict
+    trampolines: dict            # name -> Trampoline
+    data: dict | None            # export -> sorted data offsets; None: not decoded for the ISA
+    hotpaths: dict               # "function (class)" label -> instructions, or None where no path is found
+    size: dict
+
+
+# -- reading one image --------------------------------------------------------------
+
+def read(path: str) -> Facts:
+    """The facts of the image at `path`; ImageError when it cannot be used."""
+    img = ElfImage(path)
+    detection = abi_catalogue.detect(img)
+    if detection.abi is None:
+        raise ImageError(path, f"no ABI of the catalogue: {detection.reason}")
+    a = detection.abi
+    try:
+        consumers = simulate(img, a)
+        exports = defined_exports(img)
+        verdefs = img.verdefs() or ()
+        soname = img.dynstr(img.dyn("SONAME")) if img.dyn("SONAME") is not None else None
+        era = version_of(img)
+        versions = [v.name for v in verdefs if not v.flags & 1]
+        # The code walks charge the image's work budget too: a real image needs
+        # a few thousand units of its 60000 (i386's, the most: about 2300).
+        data = data_offsets(img, tuple(t.name for t in a.trampolines))
+        return Facts(path, a, show(era) if era else None, exports, versions, soname, img.e_flags, _notes(img),
+                     consumers, _trampolines(img, a), data, _hotpaths(img), size_of(img, a))
+    except Unreadable as err:
+        raise ImageError(path, str(err), err.offset) from None
+
+
+NOTE_NAMES = {("Linux", 0): "Linux version", ("Linux", 0x100): "Linux build salt", ("GNU", 3): "build-id",
+              ("GNU", 5): "GNU property"}
+
+
+def _notes(img: ElfImage) -> dict[str, str]:
+    """name -> what it says, of every note: a known note by its name, another
+    as its owner and type; strings as text, else hex."""
+    out = {}
+    for n in img.notes:
+        key = NOTE_NAMES.get((n.name, n.type), f"{n.name} note type 0x{n.type:x}")
+        desc = bytes(n.desc)
+        text = desc.rstrip(b"\0")
+        if (n.name, n.type) == NOTE_BUILD_ID:
+            out[key] = "present"
+        elif (n.name, n.type) == ("Linux", 0) and len(desc) == 4:
+            era = version_of(img)
+            out[key] = show(era) if era else desc.hex()
+        elif text and all(32 <= b < 127 for b in text):
+            out[key] = text.decode()
+        else:
+            out[key] = desc.hex()
+    return out
+
+
+def _trampolines(img: ElfImage, a: abi_catalogue.Abi) -> dict[str, Trampoline]:
+    syms = {s.name: s for s in img.dynsym if s.defined}
+    fdes = eh_frame_ranges(img)
+    out = {}
+    for t in a.trampolines:
+        sym = syms.get(t.name)
+        if sym is None:
+            out[t.name] = Trampoline(None, False, "no")
+            continue
+        addr, _mode = decode.entry(img, sym.value)
+        match = t.match or 4 * len(t.words)
+        want = b"".join(w.to_bytes(4, img.code_endian) for w in t.words)[:match]
+        try:
+            matches = img.bytes_at(addr, match) == want
+        except Unreadable:
+            matches = False
+        cover = [signal for lo, hi, signal in fdes if lo <= addr < hi]
+        out[t.name] = Trampoline(sym.value, matches, "signal frame" if any(cover) else "yes" if cover else "no")
+    return out
+
+
+def functions_of(img: ElfImage) -> dict[str, int]:
+    """The exported functions, one name per entry point -> its symbol value:
+    of aliases (__vdso_time and time) the one with a __vdso_ or __kernel_
+    prefix, else the first by name."""
+    at: dict[int, str] = {}
+    for s in img.dynsym:
+        if s.defined and s.type == STT_FUNC:
+            at[s.value] = min(at.get(s.value, s.name), s.name, key=lambda n: (not n.startswith("__"), n))
+    return {name: value for value, name in at.items()}
+
+
+def _hotpaths(img: ElfImage) -> dict[str, int | None]:
+    """Hot-path instruction counts of the exports whose names say which
+    function of functions.toml they are, per class of call (as `bench`)."""
+    cold = hotpath.cold_ranges(img)
+    out: dict[str, int | None] = {}
+    catalogue = functions.catalogue()
+    for name in sorted(functions_of(img)):
+        fn = catalogue.get(name_means(name) or "")
+        bench = fn.harness.bench if fn is not None and fn.harness else None
+        if bench is None:
+            continue
+        for cls, reads in bench.hot_paths:
+            found = [hotpath.export_hot_path(img, name, n, cold) for n in reads]
+            out[f"{name} ({cls})" if cls else name] = min((c for c in found if c is not None), default=None)
+    return out
+
+
+# -- the data offsets the code reads -------------------------------------------------
+#
+# A small forward data flow over the code an export reaches: which registers
+# may hold which addresses, from the PC-relative forms that make them
+# (x86-64's RIP-relative lea, i386's get-PC thunk, arm64's adr and adrp) and
+# the constant adds, moves and selects that carry them on; a load through
+# such a register at a constant displacement reads that address plus it.
+# A register an instruction writes in any other way holds no known address;
+# at a join the addresses of both paths count (a load there may read
+# either).  A load indexed by a value computed at run time is not counted.
+
+MAX_VALUES = 16                  # more possible addresses in one register: unknown
+Regs = dict[int, frozenset]
+
+
+def data_offsets(img: ElfImage, skip: tuple = ()) -> dict[str, list[int]] | None:
+    """export -> the sorted offsets, from the image's first byte, of the data
+    outside the image that the export's code reads (below the image, where
+    Linux maps its data pages: negative offsets); None where the ISA's
+    PC-relative forms are not decoded (x86 and arm64 are).  `skip`: names
+    left out (the signal trampolines, whose syscall does not return)."""
+    transfer = {EM_386: _x86_transfer(False), EM_X86_64: _x86_transfer(True),
+                EM_AARCH64: _arm64_transfer}.get(img.e_machine)
+    if transfer is None:
+        return None
+    base = min((s.vaddr for s in img.loads), default=0)
+    end = img.image_end
+    regions = decode.Regions(hotpath.code_regions(img))
+    out: dict[str, list[int]] = {}
+    for name, value in functions_of(img).items():
+        if name in skip:
+            continue
+        entry = decode.entry(img, value)
+        insns = {addr: (insn, raw) for addr, insn, raw in decode.walk(img, regions, [entry])}
+        offsets = {a - base for a in _flow(insns, entry[0], transfer, regions) if not base <= a < end}
+        if offsets:
+            out[name] = sorted(offsets)
+    return out
+
+
+def _flow(insns: dict, entry: int, transfer, regions: decode.Regions) -> set[int]:
+    """Every address a load of the flow from `entry` may read."""
+    reads: set[int] = set()
+    states: dict[int, Regs] = {entry: {}}
+    work = [entry]
+    while work:
+        addr = work.pop()
+        if addr not in insns:
+            continue
+        insn, raw = insns[addr]
+        state = dict(states[addr])
+        nxt = addr + insn.length
+        after_call = transfer(addr, insn, raw, state, reads, regions)
+        succ: list[tuple[int, Regs]] = []
+        if insn.kind in (decode.SEQ, decode.CJUMP):
+            succ.append((nxt, state))
+        if insn.kind == decode.CALL:
+            succ.append((nxt, after_call if after_call is not None else {}))
+            if after_call is None and insn.target is not None:
+                succ.append((insn.target, state))
+        if insn.kind in (decode.JUMP, decode.CJUMP) and insn.target is not None:
+            succ.append((insn.target, state))
+        for to, st in succ:
+            old = states.get(to)
+            merged = st if old is None else _join(old, st)
+            if old is None or merged != old:
+                states[to] = merged
+                work.append(to)
+    return reads
+
+
+TOP: frozenset = frozenset({None})   # too many addresses: unknown, for good
+
+
+def _join(a: Regs, b: Regs) -> Regs:
+    out = dict(a)
+    for reg, values in b.items():
+        both = out.get(reg, frozenset()) | values
+        out[reg] = TOP if None in both or len(both) > MAX_VALUES else both
+    return out
+
+
+def _set(state: Regs, reg: int, values) -> None:
+    values = frozenset(values)
+    if not values or None in values or len(values) > MAX_VALUES:
+        state.pop(reg, None)
+    else:
+        state[reg] = values
+
+
+def _known(state: Regs, reg: int) -> frozenset:
+    values = state.get(reg, frozenset())
+    return frozenset() if None in values else values
+
+
+# x86 ------------------------------------------------------------------------------------
+
+_X86_PREFIXES = {0x26, 0x2E, 0x36, 0x3E, 0x64, 0x65, 0x66, 0x67, 0xF0, 0xF2, 0xF3}
+# One-byte opcodes with a ModRM whose reg field is the destination.
+_X86_REG_DEST = {0x02, 0x03, 0x0A, 0x0B, 0x12, 0x13, 0x1A, 0x1B, 0x22, 0x23, 0x2A, 0x2B, 0x32, 0x33, 0x63, 0x69,
+                 0x6B, 0x8A, 0x8B, 0x8D}
+# ... and those that write nothing but flags or memory (compare, test, the stores).
+_X86_NO_REG = {0x38, 0x39, 0x3A, 0x3B, 0x84, 0x85, 0x88, 0x89, 0xC6, 0xC7}
+_X86_STORES = {0x88, 0x89, 0xC6, 0xC7}
+# (0F-prefixed, opcode, ModRM for 0F 01) -> the registers an instruction writes without naming them.
+_X86_IMPLICIT = {(True, 0x31, None): (0, 2),              # rdtsc: eax, edx
+                 (True, 0x01, 0xF9): (0, 1, 2),           # rdtscp: and ecx
+                 (True, 0x05, None): (0, 1, 11),          # syscall: rax, and rcx, r11 it clobbers
+                 (True, 0x34, None): (0, 1, 2),           # sysenter
+                 (True, 0xA2, None): (0, 1, 2, 3),        # cpuid
+                 (False, 0xCD, None): (0,),               # int $0x80
+                 (False, 0x98, None): (0,), (False, 0x99, None): (2,),   # cwde, cdq
+                 (False, 0xA0, None): (0,), (False, 0xA1, None): (0,)}   # mov moffs, %al/%eax
+
+
+def _x86_transfer(long_mode: bool):
+    """The data-flow step of x86 (long_mode: x86-64 and x32's 64-bit code)."""
+
+    def step(addr, insn, raw, state, reads, regions):
+        i, rex = 0, 0
+        while i < len(raw) and (raw[i] in _X86_PREFIXES or (long_mode and 0x40 <= raw[i] <= 0x4F)):
+            rex = raw[i] if long_mode and 0x40 <= raw[i] <= 0x4F else rex
+            i += 1
+        if i >= len(raw):
+            return None
+        op, two = raw[i], False
+        if op == 0x0F and i + 1 < len(raw):
+            two, op = True, raw[i + 1]
+            i += 2
+            if op in (0x38, 0x3A):
+                i += 1
+        else:
+            i += 1
+        nxt = addr + insn.length
+        if insn.kind == decode.CALL:
+            return _x86_thunk(insn.target, nxt, regions, state)
+        if not two and 0xB8 <= op <= 0xBF or 0x58 <= op <= 0x5F or 0x91 <= op <= 0x97:
+            state.pop(op & 7 | (rex & 1) << 3, None)
+            if 0x91 <= op <= 0x97:
+                state.pop(0, None)
+            return None
+        if not two and op in (0x05, 0x2D):                     # add, sub $imm, %eax
+            imm = int.from_bytes(raw[-4:], "little", signed=True)
+            _set(state, 0, (v + (imm if op == 0x05 else -imm) for v in _known(state, 0)))
+            return None
+        if not two and op < 0x40 and op & 7 in (4, 5) and op not in (0x3C, 0x3D):
+            state.pop(0, None)                               # the other ALU ops on %al/%eax
+            return None
+        for reg in _X86_IMPLICIT.get((two, op, raw[i] if two and op == 0x01 and i < len(raw) else None), ()):
+            state.pop(reg, None)
+        if two and op == 0x01:                               # rdtscp and the system group: no GPR operand
+            return None
+        has_modrm = (two and op not in X86_0F_NO_MODRM) or (not two and op in X86_MODRM)
+        if not has_modrm or i >= len(raw):
+            return None
+        modrm = raw[i]
+        mod, reg, rm = modrm >> 6, (modrm >> 3) & 7 | (rex & 4) << 1, modrm & 7
+        group = (modrm >> 3) & 7
+        at: frozenset | None = None                          # the addresses the memory operand may be
+        if mod != 3:
+            disp_at, base = i + 1, rm | (rex & 1) << 3
+            indexed = False
+            if rm == 4:
+                sib = raw[i + 1] if i + 1 < len(raw) else 0
+                base = sib & 7 | (rex & 1) << 3
+                indexed = (sib >> 3) & 7 | (rex & 2) << 2 != 4
+                disp_at += 1
+                if mod == 0 and sib & 7 == 5:
+                    base = -1                                # no base: disp32 alone
+            size = {0: 0, 1: 1, 2: 4}[mod]
+            if mod == 0 and rm == 5:
+                size = 4
+            disp = int.from_bytes(raw[disp_at:disp_at + size], "little", signed=True) if size else 0
+            if mod == 0 and rm == 5:
+                at = frozenset({nxt + disp}) if long_mode else frozenset({disp & 0xFFFFFFFF})
+                if not long_mode:
+                    at = frozenset()                         # an absolute address: not the code's
+            elif not indexed and base >= 0:
+                at = frozenset(v + disp for v in _known(state, base))
+        if at is not None and not two and op == 0x8D:
+            _set(state, reg, at)                             # lea: an address, not a read
+            return None
+        if at and not (not two and op in _X86_STORES):
+            reads.update(at)
+        if not two and op in (0x81, 0x83) and mod == 3 and group in (0, 5):
+            imm = int.from_bytes(raw[-4:] if op == 0x81 else raw[-1:], "little", signed=True)
+            target = rm | (rex & 1) << 3
+            _set(state, target, (v + (imm if group == 0 else -imm) for v in _known(state, target)))
+            return None
+        if not two and op == 0x89 and mod == 3:                # mov reg, reg
+            _set(state, rm | (rex & 1) << 3, _known(state, reg))
+            return None
+        if not two and op in (0xF6, 0xF7) and group >= 4:      # mul, div: rax, rdx
+            state.pop(0, None)
+            state.pop(2, None)
+        if two or op in _X86_REG_DEST:
+            state.pop(reg, None)
+        elif mod == 3 and op not in _X86_NO_REG and not (op in (0x80, 0x81, 0x83) and group == 7) \
+                and not (op in (0xF6, 0xF7) and group in (0, 1)):
+            state.pop(rm | (rex & 1) << 3, None)
+        return None
+
+    return step
+
+
+def _x86_thunk(target, after, regions, state):
+    """The state after a call: i386's get-PC thunk (mov (%esp), %reg; ret)
+    puts the return address in its register; any other call may change every
+    register (None: follow the callee with the state, and know nothing after)."""
+    found = regions.find(target) if target is not None else None
+    if found is None:
+        return None
+    start, code = found
+    raw = bytes(code[target - start:target - start + 4])
+    if len(raw) == 4 and raw[0] == 0x8B and raw[1] & 0xC7 == 0x04 and raw[2] == 0x24 and raw[3] == 0xC3:
+        out = dict(state)
+        out[(raw[1] >> 3) & 7] = frozenset({after})
+        return out
+    return None
+
+
+# arm64 ----------------------------------------------------------------------------------
+
+def _arm64_transfer(addr, insn, raw, state, reads, regions):
+    w = int.from_bytes(raw[:4], "little")
+    rd, rn, rm = w & 31, (w >> 5) & 31, (w >> 16) & 31
+    if w & 0x1F000000 == 0x10000000:                          # adr, adrp
+        imm = _sext(((w >> 5) & 0x7FFFF) << 2 | (w >> 29) & 3, 21)
+        _set(state, rd, {(addr & ~0xFFF) + (imm << 12) if w >> 31 else addr + imm})
+        return None
+    if w & 0x3F800000 == 0x11000000:                          # add, sub (immediate), not setting flags
+        imm = ((w >> 10) & 0xFFF) << (12 * ((w >> 22) & 1))
+        sign = -1 if (w >> 30) & 1 else 1
+        _set(state, rd, (v + sign * imm for v in _known(state, rn)))
+        return None
+    if w & 0x7FE00C00 == 0x1A800000:                          # csel: either register
+        _set(state, rd, _known(state, rn) | _known(state, rm))
+        return None
+    if w & 0x7FE0FFE0 == 0x2A0003E0:                          # mov (orr with the zero register)
+        _set(state, rd, _known(state, rm))
+        return None
+    offsets, writeback = _arm64_load(w)
+    if offsets is not None:
+        reads.update(v + off for v in _known(state, rn) for off in offsets)
+        state.pop(rd, None)
+        if w & 0x3A000000 == 0x28000000:
+            state.pop((w >> 10) & 31, None)
+    if writeback:
+        state.pop(rn, None)
+    if offsets is None and ((w >> 25) & 0xF in (0x8, 0x9, 0x5, 0xD) or w & 0xFFF00000 == 0xD5300000):
+        state.pop(rd, None)                                   # data processing, mrs: rd written
+    return None
+
+
+def _arm64_load(w: int) -> tuple[list[int] | None, bool]:
+    """(the offsets from the base register that a load reads, or None for no
+    load; whether it writes its base back)."""
+    if (w >> 25) & 5 != 4:
+        return None, False
+    vector = (w >> 26) & 1
+    if w & 0x3B000000 == 0x39000000:                          # unsigned offset
+        if not (w >> 22) & 3:
+            return None, False
+        scale = (w >> 30) | (4 if vector and (w >> 23) & 1 else 0)
+        return [((w >> 10) & 0xFFF) << scale], False
+    if w & 0x3B200000 == 0x38000000:                          # unscaled, pre- and post-indexed
+        kind = (w >> 10) & 3
+        if kind == 2:                                         # unprivileged: not in a vDSO
+            return None, False
+        imm = _sext(w >> 12, 9)
+        load = bool((w >> 22) & 3)
+        return ([0 if kind == 1 else imm] if load else None), kind in (1, 3)
+    if w & 0x3A000000 == 0x28000000:                          # pairs
+        size = 4 << ((w >> 30) if vector else (w >> 31))
+        kind = (w >> 23) & 3
+        off = _sext(w >> 15, 7) * size
+        at = 0 if kind == 1 else off
+        return ([at, at + size] if (w >> 22) & 1 else None), kind in (1, 3)
+    if w & 0x3F400000 == 0x08400000 or w & 0x3FBFFC00 == 0x38BFC000:   # exclusive, acquire loads; ldapr
+        return [0], False
+    return None, False
+
+
+def _sext(value: int, bits: int) -> int:
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+# -- CFI --------------------------------------------------------------------------------
+
+def eh_frame_ranges(img: ElfImage) -> list[tuple[int, int, bool]]:
+    """[(start, end, signal frame)] of every FDE of the image's .eh_frame
+    (found by its section, or through PT_GNU_EH_FRAME); [] without one."""
+    sec = img.section(".eh_frame")
+    if sec is not None and sec.offset + sec.size <= len(img.data):
+        start, vaddr, end = sec.offset, sec.addr, sec.offset + sec.size
+    else:
+        hdrs = img.segments_of_type(PT_GNU_EH_FRAME)
+        if not hdrs:
+            return []
+        h = hdrs[0]
+        try:
+            vaddr, _ = _encoded(img, h.offset + 4, img.data[h.offset + 1], h.vaddr + 4)
+            start = img.offset_of(vaddr)
+        except (Unreadable, IndexError, ValueError):
+            return []
+        end = next((s.offset + s.filesz for s in img.loads if s.offset <= start < s.offset + s.filesz), start)
+    out: list[tuple[int, int, bool]] = []
+    cies: dict[int, tuple[int, bool]] = {}
+    data, pos = img.data, start
+    try:
+        while pos + 4 <= end:
+            length = int.from_bytes(data[pos:pos + 4], img.endian)
+            if length == 0:
+                break
+            body = pos + 4
+            if length == 0xFFFFFFFF:
+                length = int.from_bytes(data[body:body + 8], img.endian)
+                body += 8
+            cie_id = int.from_bytes(data[body:body + 4], img.endian)
+            if cie_id == 0:
+                cies[pos] = _cie(data, body + 4)
+            elif body - cie_id in cies:
+                enc, signal = cies[body - cie_id]
+                at = body + 4
+                begin, at = _encoded(img, at, enc, vaddr + at - start)
+                size, _ = _encoded(img, at, enc & 0x0F, vaddr + at - start)
+                out.append((begin, begin + size, signal))
+            pos = body + length
+    except (IndexError, ValueError):
+        pass                             # a damaged table: the FDEs before the damage
+    return out
+
+
+def _leb(data: bytes, p: int, signed: bool = False) -> tuple[int, int]:
+    """(value, position after it) of the LEB128 number at data[p]."""
+    value = shift = 0
+    while True:
+        b = data[p]
+        p += 1
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            if signed and b & 0x40:
+                value -= 1 << shift
+            return value, p
+
+
+def _cie(data: bytes, p: int) -> tuple[int, bool]:
+    """(FDE pointer encoding, signal frame) of the CIE whose version byte is at p."""
+    version = data[p]
+    aug_end = data.index(b"\0", p + 1)
+    aug = data[p + 1:aug_end].decode("ascii", "replace")
+    p = aug_end + 1
+    if "eh" in aug:
+        raise ValueError("an \"eh\" augmentation")
+    _, p = _leb(data, p)                        # code alignment
+    _, p = _leb(data, p, signed=True)           # data alignment
+    p = p + 1 if version == 1 else _leb(data, p)[1]
+    enc = 0
+    if aug.startswith("z"):
+        _, p = _leb(data, p)
+        for ch in aug[1:]:
+            if ch == "R":
+                enc = data[p]
+                p += 1
+            elif ch == "L":
+                p += 1
+            elif ch == "P":
+                p += 1 + _SIZES.get(data[p] & 0x0F, 8)
+    return enc, "S" in aug
+
+
+_SIZES = {0x02: 2, 0x03: 4, 0x04: 8, 0x0A: 2, 0x0B: 4, 0x0C: 8}
+
+
+def _encoded(img: ElfImage, at: int, enc: int, field_vaddr: int) -> tuple[int, int]:
+    """(value, file offset after it) of the DW_EH_PE-encoded pointer at file
+    offset `at`, whose own address is field_vaddr (for pc-relative ones)."""
+    fmt = enc & 0x0F
+    if fmt in (0x01, 0x09):
+        value, after = _leb(img.data, at, signed=fmt == 0x09)
+    else:
+        size = img.wsize if fmt == 0 else _SIZES.get(fmt)
+        if size is None or at + size > len(img.data):
+            raise ValueError(f"pointer encoding 0x{enc:x}")
+        value = int.from_bytes(img.data[at:at + size], img.endian, signed=fmt >= 0x09)
+        after = at + size
+    if enc & 0x70 == 0x10:                      # pc-relative
+        value += field_vaddr
+    elif enc & 0x70 or enc & 0x80:
+        raise ValueError(f"pointer encoding 0x{enc:x}")
+    return value & ((1 << (8 * img.wsize)) - 1), after
+
+
+# -- comparing -------------------------------------------------------------------------
+
+def _found(v: Verdict) -> set[str]:
+    return {f"{x.symbol}@{x.version}" for x in v.lookups if x.status == "found"}
+
+
+def _verdict_text(v: Verdict) -> str:
+    if v.verdict == "n/a":
+        return "n/a"
+    return f"{v.verdict} ({len(_found(v))}/{len(v.lookups)} found)"
+
+
+def _hex(values: list[int]) -> str:
+    return ", ".join(f"{'-' if v < 0 else ''}0x{abs(v):x}" for v in values) or "nothing"
+
+
+def compare(old: Facts, new: Facts) -> list[Change]:
+    """Every change from OLD to NEW, the breaking ones first."""
+    if old.abi.name != new.abi.name:
+        raise AbiMismatch(f"{old.path} is of ABI {old.abi.name} and {new.path} of ABI {new.abi.name}: "
+                          "diff compares two images of one ABI")
+    changes: list[Change] = []
+    lost: dict[str, list[str]] = {}    # "sym@ver" -> consumers that found it in OLD and not in NEW
+    old_v = {v.consumer: v for v in old.consumers}
+    for v in new.consumers:
+        before = old_v.get(v.consumer)
+        if before is None:
+            continue
+        gone = _found(before) - _found(v)
+        for lookup in gone:
+            lost.setdefault(lookup, []).append(v.consumer)
+        if RANK[v.verdict] > RANK[before.verdict] or gone:
+            changes.append(Change("consumer", v.title, _verdict_text(before), _verdict_text(v), [v.consumer],
+                                  v.reason))
+        elif v.verdict != before.verdict or _found(before) != _found(v):
+            changes.append(Change("consumer", v.title, _verdict_text(before), _verdict_text(v), [], v.reason))
+
+    def export_name(e):
+        return f"{e[0]}@{e[1]}" if e[1] else e[0]
+    for e in sorted(old.exports - new.exports, key=export_name):
+        name = export_name(e)
+        if (e[0], None) in new.exports or any(n == e[0] for n, _ in new.exports):
+            breaks = lost.get(name, [])
+            why = "still exported under another version" + (f", which {', '.join(breaks)} do not find"
+                                                            if breaks else "")
+        else:
+            breaks = lost.get(name) or [CALLERS]
+            why = "removed"
+        changes.append(Change("export", name, name, None, breaks, why))
+    for e in sorted(new.exports - old.exports, key=export_name):
+        changes.append(Change("export", export_name(e), None, export_name(e), [], "added"))
+    for v in old.versions:
+        if v not in new.versions:
+            breaks = sorted({c for lk, cs in lost.items() if lk.endswith("@" + v) for c in cs}) or [CALLERS]
+            changes.append(Change("version", v, v, None, breaks, "version node removed"))
+    for v in new.versions:
+        if v not in old.versions:
+            changes.append(Change("version", v, None, v, [], "version node added"))
+    if old.soname != new.soname:
+        changes.append(Change("soname", "DT_SONAME", old.soname, new.soname))
+    if old.flags != new.flags:
+        bad = [f.what for f in new.abi.flags if f.ok(old.flags) and not f.ok(new.flags)]
+        changes.append(Change("flags", "e_flags", f"0x{old.flags:x}", f"0x{new.flags:x}", [],
+                              f"no longer {'; '.join(bad)}" if bad else ""))
+    for key in sorted(old.notes.keys() | new.notes.keys()):
+        a, b = old.notes.get(key), new.notes.get(key)
+        if a != b:
+            changes.append(Change("note", key, a, b))
+    _trampoline_changes(old, new, changes)
+    _data_changes(old, new, changes)
+    for label in sorted(old.hotpaths.keys() & new.hotpaths.keys()):
+        a, b = old.hotpaths[label], new.hotpaths[label]
+        if a != b:
+            changes.append(Change("hotpath", label, a, b, [], "instructions on the hot path"))
+    for key in ("file", "load", "pages"):
+        if old.size[key] != new.size[key]:
+            changes.append(Change("size", key, old.size[key], new.size[key]))
+    order = {k: i for i, k in enumerate(KINDS)}
+    return sorted(changes, key=lambda c: (not c.breaks, order[c.kind]))
+
+
+def _trampoline_changes(old: Facts, new: Facts, changes: list[Change]) -> None:
+    for name, a in old.trampolines.items():
+        b = new.trampolines[name]
+        if a.address is None and b.address is None:
+            continue
+        if a.address != b.address:
+            changes.append(Change("trampoline", f"{name} offset", a.address, b.address, [],
+                                  "moved in the image (the kernel links it by its offset)"))
+        if a.matches != b.matches:
+            if a.matches and b.cfi == "no":
+                breaks, why = [UNWINDERS], "its words are no longer at its symbol, and no CFI covers it"
+            elif a.matches:
+                breaks, why = [], f"its words are no longer at its symbol; CFI ({b.cfi}) covers it"
+            else:
+                breaks, why = [], "its words are at its symbol now"
+            changes.append(Change("trampoline", f"{name} words", "match" if a.matches else "differ",
+                                  "match" if b.matches else "differ", breaks, why))
+        if a.cfi != b.cfi:
+            breaks = [UNWINDERS] if a.cfi != "no" and b.cfi == "no" and not b.matches else []
+            changes.append(Change("cfi", name, a.cfi, b.cfi, breaks, "CFI covering the trampoline"))
+
+
+def _data_changes(old: Facts, new: Facts, changes: list[Change]) -> None:
+    if old.data is None or new.data is None:
+        return
+    for name in sorted(old.data.keys() | new.data.keys()):
+        a, b = old.data.get(name, []), new.data.get(name, [])
+        if a != b and any(n == name for n, _ in old.exports) and any(n == name for n, _ in new.exports):
+            gone, added = sorted(set(a) - set(b)), sorted(set(b) - set(a))
+            changes.append(Change("data", name, a, b, [],
+                                  f"reads {_hex(added)} instead of {_hex(gone)}" if gone and added else
+                                  f"reads also {_hex(added)}" if added else f"no longer reads {_hex(gone)}"))
+
+
+# -- reporting ---------------------------------------------------------------------------
+
+def _show(value: Any, kind: str) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, int) and kind == "trampoline":
+        return f"0x{value:x}"
+    return str(value)
+
+
+def _header(f: Facts) -> dict[str, Any]:
+    return {"file": f.path, "abi": f.abi.name, "linux": f.linux, "data_offsets": f.data is not None}
+
+
+def exit_code(changes: list[Change]) -> int:
+    return 1 if any(c.breaks for c in changes) else 0
+
+
+def line(c: Change) -> str:
+    """One change as the text report prints it, without its mark."""
+    if c.kind in ("export", "version", "data"):
+        body = f"{c.what}: {c.why}"
+    else:
+        body = f"{c.what}: {_show(c.old, c.kind)} -> {_show(c.new, c.kind)}" + (f"; {c.why}" if c.why else "")
+    return body + (f" (breaks {', '.join(c.breaks)})" if c.breaks else "")
+
+
+def render_text(old: Facts, new: Facts, changes: list[Change], stream: TextIO) -> None:
+    print(f"{old.abi.name}: {old.path} (Linux {old.linux or 'unknown'}) -> {new.path} "
+          f"(Linux {new.linux or 'unknown'})", file=stream)
+    for f in (old, new):
+        if f.data is None:
+            print(f"note: {f.path}: data offsets are not decoded for {f.abi.name}", file=stream)
+    width = max((len(c.kind) for c in changes), default=0)
+    for c in changes:
+        print(f"{'BREAKS' if c.breaks else '      '} {c.kind:<{width}} {line(c)}", file=stream)
+    broken = sorted({b for c in changes for b in c.breaks})
+    print(f"{len(changes)} change(s), {sum(bool(c.breaks) for c in changes)} breaking"
+          + (f": {', '.join(broken)}" if broken else ""), file=stream)
+
+
+def render_json(old: Facts, new: Facts, changes: list[Change], stream: TextIO) -> None:
+    doc = {"schema": SCHEMA, "tool": f"vdsogen {__version__}", "old": _header(old), "new": _header(new),
+           "exit_code": exit_code(changes), "changes": [c.as_dict() for c in changes]}
+    json.dump(doc, stream, indent=2)
+    stream.write("\n")
+
+
+def main(old_path: str, new_path: str, fmt: str = "text", stream: TextIO | None = None) -> int:
+    """`vdsogen diff`: the exit status (1 when a change breaks a consumer)."""
+    old, new = read(old_path), read(new_path)
+    changes = compare(old, new)
+    (render_json if fmt == "json" else render_text)(old, new, changes, stream or sys.stdout)
+    return exit_code(changes)
