@@ -30,9 +30,12 @@ from vdsogen.audit.era import show, version_of
 from vdsogen.audit.report import size_of
 from vdsogen.bench import hotpath
 from vdsogen.elf import decode
-from vdsogen.elf.consts import EM_386, EM_AARCH64, EM_X86_64, PT_GNU_EH_FRAME, STT_FUNC
+from vdsogen.audit.rules.code import ppc_gprs_written
+from vdsogen.elf.consts import (EM_386, EM_AARCH64, EM_LOONGARCH, EM_PPC, EM_PPC64, EM_RISCV, EM_X86_64, PT_GNU_EH_FRAME,
+                                STT_FUNC)
 from vdsogen.elf.reader import ElfImage, Unreadable
 from vdsogen.errors import ImageError, VdsogenError
+from vdsogen.isa.base import ByteOrder
 from vdsogen.isa.x86 import X86_0F_NO_MODRM, X86_MODRM
 from vdsogen.spec import abi as abi_catalogue
 from vdsogen.spec import functions
@@ -116,7 +119,7 @@ def read(path: str) -> Facts:
 
 
 NOTE_NAMES = {("Linux", 0): "Linux version", ("Linux", 0x100): "Linux build salt", ("GNU", 3): "build-id",
-              ("GNU", 5): "GNU property"}
+              ("GNU", 5): "GNU property", ("vdsogen", 2): "vdsogen layout"}
 
 
 def _notes(img: ElfImage) -> dict[str, str]:
@@ -192,7 +195,9 @@ def _hotpaths(img: ElfImage) -> dict[str, int | None]:
 #
 # A small forward data flow over the code an export reaches: which registers
 # may hold which addresses, from the PC-relative forms that make them
-# (x86-64's RIP-relative lea, i386's get-PC thunk, arm64's adr and adrp) and
+# (x86-64's RIP-relative lea, i386's get-PC thunk, arm64's adr and adrp,
+# powerpc's bcl 20,31,.+4 and mflr, RISC-V's auipc, LoongArch's pcaddi,
+# pcalau12i and pcaddu12i) and
 # the constant adds, moves and selects that carry them on; a load through
 # such a register at a constant displacement reads that address plus it.
 # A register an instruction writes in any other way holds no known address;
@@ -200,6 +205,7 @@ def _hotpaths(img: ElfImage) -> dict[str, int | None]:
 # either).  A load indexed by a value computed at run time is not counted.
 
 MAX_VALUES = 16                  # more possible addresses in one register: unknown
+MAX_ROUNDS = 1                   # branches back a flow's registers are followed along
 Regs = dict[int, frozenset]
 
 
@@ -207,10 +213,13 @@ def data_offsets(img: ElfImage, skip: tuple = ()) -> dict[str, list[int]] | None
     """export -> the sorted offsets, from the image's first byte, of the data
     outside the image that the export's code reads (below the image, where
     Linux maps its data pages: negative offsets); None where the ISA's
-    PC-relative forms are not decoded (x86 and arm64 are).  `skip`: names
+    PC-relative forms are not decoded (x86, arm64, powerpc, RISC-V and
+    LoongArch are).  `skip`: names
     left out (the signal trampolines, whose syscall does not return)."""
     transfer = {EM_386: _x86_transfer(False), EM_X86_64: _x86_transfer(True),
-                EM_AARCH64: _arm64_transfer}.get(img.e_machine)
+                EM_AARCH64: _arm64_transfer, EM_RISCV: _riscv_transfer,
+                EM_LOONGARCH: _loongarch_transfer, EM_PPC: _powerpc_transfer(img.code_endian),
+                EM_PPC64: _powerpc_transfer(img.code_endian)}.get(img.e_machine)
     if transfer is None:
         return None
     base = min((s.vaddr for s in img.loads), default=0)
@@ -229,16 +238,20 @@ def data_offsets(img: ElfImage, skip: tuple = ()) -> dict[str, list[int]] | None
 
 
 def _flow(insns: dict, entry: int, transfer, regions: decode.Regions) -> set[int]:
-    """Every address a load of the flow from `entry` may read."""
+    """Every address a load of the flow from `entry` may read.  A flow goes
+    round a loop once: along a branch back to an earlier address (a retry,
+    or a second way into shared code) its registers are followed once more,
+    then no further, so an address a loop steps (p += 16) adds one step, not
+    every one."""
     reads: set[int] = set()
-    states: dict[int, Regs] = {entry: {}}
-    work = [entry]
+    states: dict[tuple[int, int], Regs] = {(entry, 0): {}}
+    work = [(entry, 0)]
     while work:
-        addr = work.pop()
+        addr, rounds = key = work.pop()
         if addr not in insns:
             continue
         insn, raw = insns[addr]
-        state = dict(states[addr])
+        state = dict(states[key])
         nxt = addr + insn.length
         after_call = transfer(addr, insn, raw, state, reads, regions)
         succ: list[tuple[int, Regs]] = []
@@ -251,11 +264,14 @@ def _flow(insns: dict, entry: int, transfer, regions: decode.Regions) -> set[int
         if insn.kind in (decode.JUMP, decode.CJUMP) and insn.target is not None:
             succ.append((insn.target, state))
         for to, st in succ:
-            old = states.get(to)
+            at = (to, rounds + (to <= addr))
+            if at[1] > MAX_ROUNDS:
+                continue
+            old = states.get(at)
             merged = st if old is None else _join(old, st)
             if old is None or merged != old:
-                states[to] = merged
-                work.append(to)
+                states[at] = merged
+                work.append(at)
     return reads
 
 
@@ -292,6 +308,7 @@ _X86_REG_DEST = {0x02, 0x03, 0x0A, 0x0B, 0x12, 0x13, 0x1A, 0x1B, 0x22, 0x23, 0x2
 # ... and those that write nothing but flags or memory (compare, test, the stores).
 _X86_NO_REG = {0x38, 0x39, 0x3A, 0x3B, 0x84, 0x85, 0x88, 0x89, 0xC6, 0xC7}
 _X86_STORES = {0x88, 0x89, 0xC6, 0xC7}
+_X86_TOS = 16                    # the word on top of the stack, as a register of the flow
 # (0F-prefixed, opcode, ModRM for 0F 01) -> the registers an instruction writes without naming them.
 _X86_IMPLICIT = {(True, 0x31, None): (0, 2),              # rdtsc: eax, edx
                  (True, 0x01, 0xF9): (0, 1, 2),           # rdtscp: and ecx
@@ -323,8 +340,19 @@ def _x86_transfer(long_mode: bool):
             i += 1
         nxt = addr + insn.length
         if insn.kind == decode.CALL:
+            if insn.target == nxt:                           # call to the next instruction, then pop
+                out = dict(state)
+                out[_X86_TOS] = frozenset({nxt})
+                return out
             return _x86_thunk(insn.target, nxt, regions, state)
-        if not two and 0xB8 <= op <= 0xBF or 0x58 <= op <= 0x5F or 0x91 <= op <= 0x97:
+        if not two and 0x58 <= op <= 0x5F:                     # pop: what a call to the next pushed
+            _set(state, op & 7 | (rex & 1) << 3, _known(state, _X86_TOS))
+            state.pop(_X86_TOS, None)
+            return None
+        if not two and (0x50 <= op <= 0x57 or op in (0x68, 0x6A)):
+            state.pop(_X86_TOS, None)
+            return None
+        if not two and 0xB8 <= op <= 0xBF or 0x91 <= op <= 0x97:
             state.pop(op & 7 | (rex & 1) << 3, None)
             if 0x91 <= op <= 0x97:
                 state.pop(0, None)
@@ -429,6 +457,10 @@ def _arm64_transfer(addr, insn, raw, state, reads, regions):
     if w & 0x7FE0FFE0 == 0x2A0003E0:                          # mov (orr with the zero register)
         _set(state, rd, _known(state, rm))
         return None
+    if w & 0x3B000000 == 0x18000000:                          # ldr (literal)
+        reads.add(addr + _sext(w >> 5, 19) * 4)
+        state.pop(rd, None)
+        return None
     offsets, writeback = _arm64_load(w)
     if offsets is not None:
         reads.update(v + off for v in _known(state, rn) for off in offsets)
@@ -469,6 +501,141 @@ def _arm64_load(w: int) -> tuple[list[int] | None, bool]:
     if w & 0x3F400000 == 0x08400000 or w & 0x3FBFFC00 == 0x38BFC000:   # exclusive, acquire loads; ldapr
         return [0], False
     return None, False
+
+
+# RISC-V -----------------------------------------------------------------------------------
+
+def _riscv_transfer(addr, insn, raw, state, reads, regions):
+    if len(raw) == 2:
+        _riscv_compressed(int.from_bytes(raw, "little"), state, reads)
+        return None
+    w = int.from_bytes(raw[:4], "little")
+    op, rd, rs1, f3 = w & 0x7F, (w >> 7) & 31, (w >> 15) & 31, (w >> 12) & 7
+    imm = _sext(w >> 20, 12)
+    if op == 0x17:                                            # auipc
+        _set(state, rd, {addr + _sext(w & 0xFFFFF000, 32)})
+    elif op == 0x13 and f3 == 0:                              # addi (and mv)
+        _set(state, rd, (v + imm for v in _known(state, rs1)))
+    elif op in (0x03, 0x07):                                  # integer and float loads
+        reads.update(v + imm for v in _known(state, rs1))
+        if op == 0x03:
+            state.pop(rd, None)
+    elif op not in (0x23, 0x27, 0x63, 0x0F):                  # stores, branches and fences write no register
+        state.pop(rd, None)
+    state.pop(0, None)                                        # x0 is always 0
+    return None
+
+
+def _riscv_compressed(h: int, state: Regs, reads: set[int]) -> None:
+    quadrant, f3 = h & 3, h >> 13
+    low, high, rd = (h >> 2) & 7 | 8, (h >> 7) & 7 | 8, (h >> 7) & 31
+    if quadrant == 0:
+        if f3 in (1, 2, 3):                                   # c.fld, c.lw, c.ld: offset from rs1'
+            offset = ((h >> 10) & 7) << 3 | ((h >> 5) & 3) << 6 if f3 != 2 else \
+                ((h >> 6) & 1) << 2 | ((h >> 10) & 7) << 3 | ((h >> 5) & 1) << 6
+            reads.update(v + offset for v in _known(state, high))
+        if f3 in (0, 2, 3):                                   # c.addi4spn, c.lw, c.ld write rd'
+            state.pop(low, None)
+    elif quadrant == 1:
+        if f3 == 0:                                           # c.addi
+            imm = _sext(((h >> 12) & 1) << 5 | (h >> 2) & 31, 6)
+            _set(state, rd, (v + imm for v in _known(state, rd)))
+        elif f3 in (1, 2, 3):                                 # c.addiw, c.li, c.lui, c.addi16sp
+            state.pop(rd, None)
+        elif f3 == 4:                                         # the ALU ops on rd'
+            state.pop(high, None)
+    elif quadrant == 2:
+        rs2 = (h >> 2) & 31
+        if f3 in (0, 2, 3):                                   # c.slli, c.lwsp, c.ldsp
+            state.pop(rd, None)
+        elif f3 == 4 and rs2:
+            if (h >> 12) & 1:                                 # c.add: an index
+                state.pop(rd, None)
+            else:                                             # c.mv
+                _set(state, rd, _known(state, rs2))
+        elif f3 == 4 and (h >> 12) & 1 and rd:                # c.jalr
+            state.pop(1, None)
+
+
+# PowerPC ----------------------------------------------------------------------------------
+
+_PPC_LR = 32                     # the link register, as a register of the flow
+_PPC_LOADS = {32, 33, 34, 35, 40, 41, 42, 43, 48, 49, 50, 51}   # lwz(u) lbz(u) lhz(u) lha(u) lfs(u) lfd(u)
+
+
+def _powerpc_transfer(order: ByteOrder):
+    """The data-flow step of powerpc, whose code is in byte order `order`:
+    `bcl 20,31,.+4` and mflr give a register the address after the bcl."""
+
+    def step(addr, insn, raw, state, reads, regions):
+        w = int.from_bytes(raw[:4], order)
+        op, rt, ra = w >> 26, (w >> 21) & 31, (w >> 16) & 31
+        simm = _sext(w, 16)
+        nxt = addr + insn.length
+        if insn.kind == decode.CALL:
+            if insn.target == nxt:                            # bcl 20,31,.+4: only to read the PC
+                out = dict(state)
+                out[_PPC_LR] = frozenset({nxt})
+                return out
+            return None
+        if w & 0xFC1FFFFE == 0x7C0802A6:                      # mflr
+            _set(state, rt, _known(state, _PPC_LR))
+            return None
+        if w & 0xFC1FFFFE == 0x7C0803A6:                      # mtlr
+            state.pop(_PPC_LR, None)
+            return None
+        if op in (14, 15) and ra:                             # addi, addis
+            _set(state, rt, (v + (simm << 16 if op == 15 else simm) for v in _known(state, ra)))
+            return None
+        if op == 31 and (w >> 1) & 0x3FF == 444 and rt == (w >> 11) & 31:     # mr (or ra, rs, rs)
+            _set(state, ra, _known(state, rt))
+            return None
+        if op in _PPC_LOADS and ra:
+            reads.update(v + simm for v in _known(state, ra))
+        elif op == 58 and ra and w & 3 in (0, 1, 2):         # ld, ldu, lwa
+            reads.update(v + (simm & ~3) for v in _known(state, ra))
+        for reg in ppc_gprs_written(w):
+            state.pop(reg, None)
+        if op in _PPC_LOADS and op < 48:                      # the integer loads write rt (and ra with update)
+            state.pop(rt, None)
+        return None
+
+    return step
+
+
+# LoongArch --------------------------------------------------------------------------------
+
+_LA_LOADS = {0xA0, 0xA1, 0xA2, 0xA3, 0xA8, 0xA9, 0xAA, 0xAC, 0xAE}    # ld.{b,h,w,d,bu,hu,wu}, fld.{s,d}
+_LA_STORES = {0xA4, 0xA5, 0xA6, 0xA7, 0xAD, 0xAF}                       # st.{b,h,w,d}, fst.{s,d}
+
+
+def _loongarch_transfer(addr, insn, raw, state, reads, regions):
+    w = int.from_bytes(raw[:4], "little")
+    rd, rj = w & 31, (w >> 5) & 31
+    si20 = _sext(w >> 5, 20)
+    if w >> 25 in (0x0C, 0x0D, 0x0E, 0x0F):                 # pcaddi, pcalau12i, pcaddu12i, pcaddu18i
+        _set(state, rd, {{0x0C: addr + (si20 << 2), 0x0D: (addr & ~0xFFF) + (si20 << 12),
+                          0x0E: addr + (si20 << 12), 0x0F: addr + (si20 << 18)}[w >> 25]})
+    elif w >> 22 in (0x0A, 0x0B):                             # addi.w, addi.d
+        _set(state, rd, (v + _sext(w >> 10, 12) for v in _known(state, rj)))
+    elif w >> 22 in _LA_LOADS:
+        reads.update(v + _sext(w >> 10, 12) for v in _known(state, rj))
+        if w >> 22 < 0xAC:
+            state.pop(rd, None)
+    elif w >> 24 in (0x20, 0x22, 0x24, 0x26):                 # ll.{w,d}, ldptr.{w,d}
+        reads.update(v + (_sext(w >> 10, 14) << 2) for v in _known(state, rj))
+        state.pop(rd, None)
+    elif w & 0xFFFF8000 == 0x00150000 and (w >> 10) & 31 == 0:    # or rd, rj, $zero: move
+        _set(state, rd, _known(state, rj))
+    elif w >> 22 in _LA_STORES or w >> 24 in (0x21, 0x23, 0x25, 0x27) or 0x10 <= w >> 26 <= 0x1B and \
+            w >> 26 not in (0x13, 0x15):
+        pass                                                  # stores and branches write no register
+    elif w >> 26 == 0x15:                                     # bl: $ra
+        state.pop(1, None)
+    else:
+        state.pop(rd, None)
+    state.pop(0, None)                                        # $zero is always 0
+    return None
 
 
 def _sext(value: int, bits: int) -> int:
