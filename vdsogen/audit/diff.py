@@ -197,12 +197,16 @@ def _hotpaths(img: ElfImage) -> dict[str, int | None]:
 # may hold which addresses, from the PC-relative forms that make them
 # (x86-64's RIP-relative lea, i386's get-PC thunk, arm64's adr and adrp,
 # powerpc's bcl 20,31,.+4 and mflr, RISC-V's auipc, LoongArch's pcaddi,
-# pcalau12i and pcaddu12i) and
-# the constant adds, moves and selects that carry them on; a load through
-# such a register at a constant displacement reads that address plus it.
-# A register an instruction writes in any other way holds no known address;
-# at a join the addresses of both paths count (a load there may read
-# either).  A load indexed by a value computed at run time is not counted.
+# pcalau12i and pcaddu12i) and the constant adds, moves and selects that
+# carry them on; a load through such a register at a constant displacement
+# reads that address plus it.  A register an instruction writes in any
+# other way holds no known address; at a join the addresses of both paths
+# count (a load there may read either).  A load indexed by a value computed
+# at run time is not counted.  Each ISA has one transfer function:
+# transfer(address, Insn, raw bytes, state, reads, code regions) updates
+# the state and the reads, and returns the state after a call when the call
+# only reads the PC (None: the callee gets the state, the code after the
+# call knows nothing).
 
 MAX_VALUES = 16                  # more possible addresses in one register: unknown
 MAX_ROUNDS = 1                   # branches back a flow's registers are followed along
@@ -214,8 +218,8 @@ def data_offsets(img: ElfImage, skip: tuple = ()) -> dict[str, list[int]] | None
     outside the image that the export's code reads (below the image, where
     Linux maps its data pages: negative offsets); None where the ISA's
     PC-relative forms are not decoded (x86, arm64, powerpc, RISC-V and
-    LoongArch are).  `skip`: names
-    left out (the signal trampolines, whose syscall does not return)."""
+    LoongArch are).  `skip`: names left out (the signal trampolines, whose
+    syscall does not return)."""
     transfer = {EM_386: _x86_transfer(False), EM_X86_64: _x86_transfer(True),
                 EM_AARCH64: _arm64_transfer, EM_RISCV: _riscv_transfer,
                 EM_LOONGARCH: _loongarch_transfer, EM_PPC: _powerpc_transfer(img.code_endian),
@@ -667,6 +671,7 @@ def eh_frame_ranges(img: ElfImage) -> list[tuple[int, int, bool]]:
     data, pos = img.data, start
     try:
         while pos + 4 <= end:
+            img.charge()
             length = int.from_bytes(data[pos:pos + 4], img.endian)
             if length == 0:
                 break
