@@ -95,16 +95,20 @@ def test_a_trampoline_moved_off_its_words_breaks_the_unwinders(built, tmp_path):
     _t, so, _dbg = built("arm64")
     m = Mutant(so)
     sym = m.dynsym("__kernel_rt_sigreturn")
-    m.set_sym_value(sym, sym.value + 4)
+    m.set_sym_value(sym, sym.value - 4)                  # onto the nop vdsogen puts before it
     moved = tmp_path / "moved.so"
     m.save(moved)
     code, doc = as_json(so, moved)
     assert code == 1
     changes = {(c["kind"], c["what"]): c for c in doc["changes"]}
     assert changes["trampoline", "__kernel_rt_sigreturn words"] == {
-        "kind": "trampoline", "what": "__kernel_rt_sigreturn words", "old": "match", "new": "differ",
-        "breaks": ["unwinders"]}
-    assert changes["trampoline", "__kernel_rt_sigreturn offset"]["new"] == sym.value + 4
+        "kind": "trampoline", "what": "__kernel_rt_sigreturn words", "old": "d2801168 d4000001",
+        "new": "d503201f d2801168", "breaks": ["unwinders"]}
+    text = run(so, moved).stdout.splitlines()
+    assert text[0].startswith("arm64: ")
+    assert text[1] == ("BREAKS trampoline __kernel_rt_sigreturn words: d2801168 d4000001 -> d503201f d2801168; "
+                       "no longer the words unwinders compare, and no CFI covers it (breaks unwinders)")
+    assert changes["trampoline", "__kernel_rt_sigreturn offset"]["new"] == sym.value - 4
     assert changes["trampoline", "__kernel_rt_sigreturn offset"]["breaks"] == []
 
 
@@ -123,6 +127,7 @@ def test_lost_cfi_breaks_the_unwinders_only_where_the_words_differ(built):
     old.trampolines["__kernel_rt_sigreturn"].cfi = "signal frame"
     assert [(c.kind, c.breaks) for c in diff.compare(old, new)] == [("cfi", [])]
     new.trampolines["__kernel_rt_sigreturn"].matches = False
+    new.trampolines["__kernel_rt_sigreturn"].words = "d503201f d2801168"
     kinds = {(c.kind, c.what): c.breaks for c in diff.compare(old, new)}
     assert kinds == {("cfi", "__kernel_rt_sigreturn"): ["unwinders"],
                      ("trampoline", "__kernel_rt_sigreturn words"): ["unwinders"]}

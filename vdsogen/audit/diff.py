@@ -48,6 +48,7 @@ KINDS = ("export", "version", "soname", "flags", "note", "consumer", "trampoline
 RANK = {"n/a": 0, "works": 0, "degraded": 1, "breaks": 2}
 UNWINDERS = "unwinders"          # libgcc, gdb, libunwind: they match trampolines by their words (T001)
 CALLERS = "callers"              # a program that looks an export up by its name (dlsym, vdso_sym)
+OUTSIDE = "past the end of the image"   # a trampoline's compared bytes that the image does not hold
 NOTE_BUILD_ID = ("GNU", 3)       # differs between any two builds: compared for presence only
 
 
@@ -72,6 +73,7 @@ class Change:
 class Trampoline:
     address: int | None          # the symbol's value; None: not exported
     matches: bool                # the catalogue's words (the bytes unwinders compare) are at the symbol
+    words: str | None            # the bytes unwinders compare, as the catalogue writes them; None: unreadable
     cfi: str                     # "signal frame", "yes" (an FDE covers it) or "no"
 
 
@@ -149,18 +151,29 @@ def _trampolines(img: ElfImage, a: abi_catalogue.Abi) -> dict[str, Trampoline]:
     for t in a.trampolines:
         sym = syms.get(t.name)
         if sym is None:
-            out[t.name] = Trampoline(None, False, "no")
+            out[t.name] = Trampoline(None, False, None, "no")
             continue
         addr, _mode = decode.entry(img, sym.value)
         match = t.match or 4 * len(t.words)
         want = b"".join(w.to_bytes(4, img.code_endian) for w in t.words)[:match]
         try:
-            matches = img.bytes_at(addr, match) == want
+            have: bytes | None = img.bytes_at(addr, match)
         except Unreadable:
-            matches = False
+            have = None
         cover = [signal for lo, hi, signal in fdes if lo <= addr < hi]
-        out[t.name] = Trampoline(sym.value, matches, "signal frame" if any(cover) else "yes" if cover else "no")
+        out[t.name] = Trampoline(sym.value, have == want, _words(have, img.code_endian),
+                                 "signal frame" if any(cover) else "yes" if cover else "no")
     return out
+
+
+def _words(raw: bytes | None, order: ByteOrder) -> str | None:
+    """32-bit words in code order as the catalogue writes them (bytes where
+    the compared window is not whole words)."""
+    if raw is None:
+        return None
+    if len(raw) % 4:
+        return raw.hex(" ")
+    return " ".join(f"{int.from_bytes(raw[i:i + 4], order):08x}" for i in range(0, len(raw), 4))
 
 
 def functions_of(img: ElfImage) -> dict[str, int]:
@@ -839,20 +852,21 @@ def compare(old: Facts, new: Facts) -> list[Change]:
 def _trampoline_changes(old: Facts, new: Facts, changes: list[Change]) -> None:
     for name, a in old.trampolines.items():
         b = new.trampolines[name]
-        if a.address is None and b.address is None:
-            continue
+        if a.address is None or b.address is None:
+            continue                     # none, or an export added or removed: the export's change says so
         if a.address != b.address:
             changes.append(Change("trampoline", f"{name} offset", a.address, b.address, [],
                                   "moved in the image (the kernel links it by its offset)"))
-        if a.matches != b.matches:
-            if a.matches and b.cfi == "no":
-                breaks, why = [UNWINDERS], "its words are no longer at its symbol, and no CFI covers it"
-            elif a.matches:
-                breaks, why = [], f"its words are no longer at its symbol; CFI ({b.cfi}) covers it"
+        if a.words != b.words:
+            if a.matches and not b.matches and b.cfi == "no":
+                breaks, why = [UNWINDERS], "no longer the words unwinders compare, and no CFI covers it"
+            elif a.matches and not b.matches:
+                breaks, why = [], f"no longer the words unwinders compare, but CFI ({b.cfi}) covers it"
+            elif b.matches:
+                breaks, why = [], "now the words unwinders compare"
             else:
-                breaks, why = [], "its words are at its symbol now"
-            changes.append(Change("trampoline", f"{name} words", "match" if a.matches else "differ",
-                                  "match" if b.matches else "differ", breaks, why))
+                breaks, why = [], "neither is what unwinders compare"
+            changes.append(Change("trampoline", f"{name} words", a.words or OUTSIDE, b.words or OUTSIDE, breaks, why))
         if a.cfi != b.cfi:
             breaks = [UNWINDERS] if a.cfi != "no" and b.cfi == "no" and not b.matches else []
             changes.append(Change("cfi", name, a.cfi, b.cfi, breaks, "CFI covering the trampoline"))
