@@ -95,6 +95,12 @@ def cmd_audit(args):
                 verbose=args.verbose)
 
 
+def cmd_diff(args):
+    from vdsogen.audit.diff import main
+
+    return main(args.old, args.new, fmt=args.format)
+
+
 def cmd_rules(args):
     from vdsogen.audit import rules
 
@@ -258,6 +264,19 @@ def parser():
     s.add_argument("--format", choices=("text", "json"), default="text")
     s.add_argument("-v", "--verbose", action="store_true", help="list every consumer lookup")
     s.set_defaults(func=cmd_audit)
+
+    s = sub.add_parser("diff", help="what changed between two vDSO images for their users",
+                       description="Compare two vDSO images of one ABI: exports, version nodes, soname, "
+                                   "e_flags, notes, consumer verdicts, signal trampolines and their CFI, the "
+                                   "data offsets each export reads, hot-path instruction counts, sizes.  Exit 1 "
+                                   "when a change breaks a consumer (glibc, musl, Go, a DT_HASH-only parser, "
+                                   "unwinders, callers of a removed export), 0 otherwise, 2 when an input is "
+                                   "unusable or the two are of different ABIs.")
+    s.add_argument("old", metavar="OLD", help="the image before (.so or unstripped .so.dbg)")
+    s.add_argument("new", metavar="NEW", help="the image after")
+    s.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text (one change a line, the breaking ones first) or JSON (schema vdsogen-diff/1)")
+    s.set_defaults(func=cmd_diff)
 
     s = sub.add_parser("rules", help="list the validator rules, or explain one")
     s.add_argument("id", nargs="?", metavar="ID")
