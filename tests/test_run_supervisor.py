@@ -1,0 +1,207 @@
+"""`vdsogen run`'s supervisor behaves: job control, its death, the image it loads, the live check, tracers.
+
+A program under `vdsogen run` stops on SIGSTOP and SIGTSTP and continues on
+SIGCONT, as a shell's Ctrl-Z and `fg` expect; it dies with the supervisor
+(kill -9), it gets the signals sent to the supervisor (kill, Ctrl-C), and
+whatever it leaves running when it ends goes with it, said in one line.  The
+image loaded is the bytes `check` passed, whatever happens to the file after.
+The live-layout check reads the kernel's data pages without dying of SIGBUS
+where a page is not there.  strace and gdb inside `run` fail with EPERM, as
+the docs and --help say.
+
+Every wait is for a state (a file written, a process stopped or gone) with a
+deadline that only a broken supervisor reaches; a program that must stand
+still is seen to stand still while it is stopped, which no timing can fake.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+
+ROOT = Path(__file__).resolve().parent.parent
+DEADLINE = 30
+
+# The program: its pid in DIR/pid, then a counter in DIR/count moving on until DIR/done exists.
+COUNTER = r"""
+import os, sys
+d = sys.argv[1]
+fd = os.open(os.path.join(d, "count"), os.O_RDWR | os.O_CREAT)
+n = 0
+with open(os.path.join(d, "pid.tmp"), "w") as f:
+    f.write(str(os.getpid()))
+os.rename(os.path.join(d, "pid.tmp"), os.path.join(d, "pid"))
+while not os.path.exists(os.path.join(d, "done")):
+    n += 1
+    os.pwrite(fd, b"%20d" % n, 0)
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def run_cache(tmp_path_factory):
+    """The supervisor, probe and image are built once, into a cache of the module's own."""
+    cache = tmp_path_factory.mktemp("run-cache")
+    old = os.environ.get("VDSOGEN_CACHE")
+    os.environ["VDSOGEN_CACHE"] = str(cache)
+    yield cache
+    if old is None:
+        del os.environ["VDSOGEN_CACHE"]
+    else:
+        os.environ["VDSOGEN_CACHE"] = old
+
+
+def vdsogen(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "vdsogen", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, **kw)
+
+
+def until(what, cond, timeout=DEADLINE):
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            raise AssertionError(f"not {what} within {timeout} s")
+        time.sleep(0.02)
+
+
+def state(pid):
+    """The process's state letter (R, S, t, T, Z...), or None once it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return stat.rpartition(")")[2].split()[0]
+
+
+def gone(pid):
+    return state(pid) in (None, "Z")
+
+
+def stopped(pid):
+    return state(pid) in ("t", "T")
+
+
+class Counter:
+    """COUNTER under `vdsogen run` in a process group of its own, as a shell's job is (not a session of its
+    own: the kernel drops SIGTSTP to an orphaned process group)."""
+
+    def __init__(self, tmp_path):
+        self.dir = tmp_path
+        self.proc = subprocess.Popen([sys.executable, "-m", "vdsogen", "run", "--arch=x86_64", "--",
+                                      sys.executable, "-c", COUNTER, str(tmp_path)], cwd=ROOT,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     process_group=0)
+        until("started", lambda: (tmp_path / "pid").exists() or self.proc.poll() is not None)
+        assert self.proc.poll() is None, self.proc.communicate()
+        self.pid = int((tmp_path / "pid").read_text())
+        until("counting", lambda: self.count() > 0)
+
+    def count(self):
+        text = (self.dir / "count").read_bytes().strip()
+        return int(text) if text else 0
+
+    def moves(self):
+        first = self.count()
+        until("counting on", lambda: self.count() > first)
+
+    def stands_still(self):
+        """Stopped, and seen not to count while stopped (0.3 s: a running one counts thousands)."""
+        until("stopped", lambda: stopped(self.pid))
+        first = self.count()
+        time.sleep(0.3)
+        assert stopped(self.pid) and self.count() == first, (state(self.pid), first, self.count())
+
+    def finish(self):
+        (self.dir / "done").touch()
+        out, err = self.proc.communicate(timeout=DEADLINE)
+        return self.proc.returncode, err
+
+    def kill(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        if not gone(self.pid):
+            os.kill(self.pid, signal.SIGKILL)
+        self.proc.communicate(timeout=DEADLINE)
+
+
+@pytest.fixture
+def counter(tmp_path):
+    c = Counter(tmp_path)
+    yield c
+    c.kill()
+
+
+# ---- job control ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sig", [signal.SIGSTOP, signal.SIGTSTP])
+def test_a_stop_signal_stops_the_program_and_sigcont_continues_it(counter, sig):
+    for _ in range(2):
+        os.kill(counter.pid, sig)
+        counter.stands_still()
+        os.kill(counter.pid, signal.SIGCONT)
+        counter.moves()
+    assert counter.finish() == (0, "")
+
+
+def test_ctrl_z_and_fg(counter):
+    """A shell's Ctrl-Z: SIGTSTP to the job's process group, the shell sees its child stop; fg: SIGCONT."""
+    os.killpg(counter.proc.pid, signal.SIGTSTP)
+    status = []
+    until("seen stopped by its shell", lambda: status.append(os.waitpid(counter.proc.pid, os.WUNTRACED | os.WNOHANG))
+          or status[-1][0] == counter.proc.pid)
+    assert os.WIFSTOPPED(status[-1][1]) and os.WSTOPSIG(status[-1][1]) == signal.SIGTSTP
+    counter.stands_still()
+    os.killpg(counter.proc.pid, signal.SIGCONT)
+    counter.moves()
+    assert counter.finish() == (0, "")
+
+
+# ---- the supervisor's end ------------------------------------------------------------------
+
+def test_the_program_dies_with_the_supervisor(counter):
+    os.kill(counter.proc.pid, signal.SIGKILL)     # `vdsogen run` is the supervisor (it execs it)
+    counter.proc.wait(timeout=DEADLINE)
+    until("gone with the supervisor", lambda: gone(counter.pid), timeout=10)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_signal_to_the_supervisor_goes_to_the_program(counter, sig):
+    """`kill PID-of-vdsogen-run` ends the program as it would end it outside `run`."""
+    os.kill(counter.proc.pid, sig)
+    out, err = counter.proc.communicate(timeout=DEADLINE)
+    assert counter.proc.returncode == 128 + sig, (counter.proc.returncode, err)
+    assert f"killed by {signal.Signals(sig).name}" in err
+    until("gone", lambda: gone(counter.pid), timeout=10)
+
+
+def test_what_the_program_leaves_running_ends_with_it(tmp_path):
+    """Outside the supervisor a process would exec with the kernel's vDSO: it goes, and one line says so."""
+    pidfile = tmp_path / "pid"
+    proc = vdsogen("run", "--arch=x86_64", "--", "sh", "-c", f'sleep 600 >/dev/null 2>&1 & echo $! > {pidfile}; exit 3')
+    pid = int(pidfile.read_text())
+    try:
+        assert proc.returncode == 3, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "left running" in lines[0] and "killed" in lines[0], proc.stderr
+        until("gone with the supervisor", lambda: gone(pid), timeout=10)
+    finally:
+        if not gone(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+# ---- tracers inside `run` ------------------------------------------------------------------
+
+STRACE_EPERM = "ptrace(PTRACE_TRACEME, ...): Operation not permitted"
+
+
+def test_strace_inside_run_fails_as_documented():
+    proc = vdsogen("run", "--arch=x86_64", "--", "strace", "-o", "/dev/null", "true")
+    assert proc.returncode == 1 and STRACE_EPERM in proc.stderr, proc.stderr
+    help_text = " ".join(vdsogen("run", "--help").stdout.split())
+    readme = " ".join((ROOT / "README.rst").read_text().split())
+    for where in (help_text, readme):
+        assert STRACE_EPERM in where and "perf trace" in where
