@@ -14,6 +14,7 @@ deadline that only a broken supervisor reaches; a program that must stand
 still is seen to stand still while it is stopped, which no timing can fake.
 """
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -191,6 +192,61 @@ def test_what_the_program_leaves_running_ends_with_it(tmp_path):
     finally:
         if not gone(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+# ---- the live-layout check -----------------------------------------------------------------
+
+def data_pages():
+    """The addresses of this process's [vvar...] pages, and those a direct read kills with SIGBUS."""
+    from vdsogen.run.live import kernel_data
+
+    lo, vdso = kernel_data()
+    pages = list(range(lo, vdso, 4096))
+    faulting = []
+    for addr in pages:
+        pid = os.fork()
+        if pid == 0:
+            ctypes.string_at(addr, 4096)
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status):
+            assert os.WTERMSIG(status) == signal.SIGBUS
+            faulting.append(addr)
+    return lo, pages, faulting
+
+
+def test_unbacked_data_pages_are_read_without_dying():
+    """The kernel backs some data pages only where they are used (the time-namespace page outside
+    a time namespace, pvclock and hvclock pages without those clocks): a read says so, not SIGBUS."""
+    from vdsogen.run.live import Unreadable, read_memory
+
+    lo, pages, faulting = data_pages()
+    assert faulting, "every data page of this kernel is backed: nothing to test SIGBUS with"
+    for addr in faulting:
+        with pytest.raises(Unreadable):
+            read_memory(addr, 4096)
+    assert len(read_memory(lo, 4096)) == 4096     # the time page
+
+
+def test_a_layout_whose_time_page_is_not_backed_is_refused_in_one_line(tmp_path):
+    """A layout with its time page where this kernel has a page it does not back: exit 2, one line."""
+    lo, pages, faulting = data_pages()
+    index = (faulting[0] - lo) // 4096
+    specs = tmp_path / "specs"
+    (specs / "layouts").mkdir(parents=True)
+    (specs / "x86_64.toml").write_text((ROOT / "specs" / "x86_64.toml").read_text()
+                                       .replace('layout = "linux-6.17-x86"', 'layout = "moved-x86"'))
+    text = (ROOT / "specs" / "layouts" / "linux-6.17-x86.toml").read_text()
+    head, sep, rest = text.partition("[[page]]")
+    blocks = [sep + b for b in rest.split(sep) if b]
+    assert len(blocks) == len(pages) and 'role = "time"' in blocks[0]
+    blocks[0], blocks[index] = blocks[index], blocks[0]
+    (specs / "layouts" / "moved-x86.toml").write_text(head + "".join(b if b.endswith("\n\n") else b + "\n"
+                                                                      for b in blocks))
+    proc = vdsogen("run", "--arch=x86_64", f"--specs={specs}", "--", "true")
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "moved-x86" in lines[0] and f"page {index}" in lines[0], proc.stderr
 
 
 # ---- tracers inside `run` ------------------------------------------------------------------
