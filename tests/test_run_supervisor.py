@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from vdsogen.elf.reader import ElfImage
 
 ROOT = Path(__file__).resolve().parent.parent
 DEADLINE = 30
@@ -192,6 +193,54 @@ def test_what_the_program_leaves_running_ends_with_it(tmp_path):
     finally:
         if not gone(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+# ---- the image loaded is the image checked -------------------------------------------------
+
+SWAP_AFTER_CHECK = r"""
+import shutil, sys
+import vdsogen.audit.check as check
+real = check.check_report
+image, other = sys.argv[1], sys.argv[2]
+
+def check_then_swap(*args, **kw):
+    report = real(*args, **kw)
+    shutil.copyfile(other, image)       # the file changes right after it was checked
+    return report
+
+check.check_report = check_then_swap
+from vdsogen.cli import main
+sys.exit(main(["run", "--arch=x86_64", "--image=" + image, "--", "vdsogen-probe"]))
+"""
+
+
+def build_id(data):
+    img = ElfImage("image", data)
+    return next(bytes(n.desc).hex() for n in img.notes if n.name == "GNU" and n.type == 3)
+
+
+def failing_copy(data):
+    """The image with an export renamed (fails check: S002) and another build-id."""
+    bid = bytes.fromhex(build_id(data))
+    out = data.replace(b"__vdso_getcpu\0", b"__vdso_getcpX\0").replace(bid, bytes(b ^ 0xff for b in bid))
+    assert out.count(bytes(b ^ 0xff for b in bid)) == 1
+    return out
+
+
+def test_the_image_loaded_is_the_image_checked(built, tmp_path):
+    good = Path(built("x86_64")[1]).read_bytes()
+    bad = tmp_path / "bad.so"
+    bad.write_bytes(failing_copy(good))
+    assert vdsogen("check", "--arch=x86_64", str(bad)).returncode == 1
+    for _ in range(3):
+        image = tmp_path / "vdso.so"
+        image.write_bytes(good)
+        proc = subprocess.run([sys.executable, "-c", SWAP_AFTER_CHECK, str(image), str(bad)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert image.read_bytes() != good         # swapped indeed
+        seen = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if line.startswith("probe."))
+        assert seen["probe.build-id"] == build_id(good), "the probe ran on another image than the one checked"
 
 
 # ---- the live-layout check -----------------------------------------------------------------
