@@ -5,7 +5,8 @@
  *   supervise [--counts FILE] [--sysinfo OFFSET] [--exec FILE] IMAGE DATA_BYTES PROGRAM [ARG...]
  *   supervise --dump-filter
  *
- * The program runs under ptrace with fork, vfork, clone and exec events.  At
+ * The program runs under ptrace (PTRACE_SEIZE) with fork, vfork, clone and
+ * exec events, every process and thread of it, from before its first exec.  At
  * each exec stop, before the new program runs one instruction, the kernel's
  * [vdso] mapping is replaced: an anonymous mapping of the image's size is
  * placed at the same address (so AT_SYSINFO_EHDR stays right and the kernel's
@@ -32,6 +33,19 @@
  *
  * The exit status is the program's; one killed by signal N gives 128+N, with
  * one line on standard error, as a shell reports it.
+ *
+ * The supervisor stays out of the way of signals.  Those to the program are
+ * delivered; a stop signal stops it for real (a group-stop, held with
+ * PTRACE_LISTEN until a SIGCONT), so job control works: SIGSTOP, Ctrl-Z
+ * (SIGTSTP to the job, supervisor and program), fg.  SIGTERM, SIGINT,
+ * SIGHUP and SIGQUIT sent to the supervisor are sent on to the program, but
+ * for those the terminal sends (to the whole foreground job, the program
+ * already has them).  No process of the program runs on without the
+ * supervisor, since outside it the programs it execs would get the kernel's
+ * vDSO: they all die with it (PTRACE_O_EXITKILL), killed with SIGKILL when it
+ * is, and what the program leaves running when it ends is killed then, with
+ * one line on standard error.  A process has one tracer: strace, gdb and
+ * other ptrace users inside fail with EPERM.
  */
 #define _GNU_SOURCE
 
@@ -277,7 +291,7 @@ static int mem_io(pid_t pid, int write, unsigned long addr, void *buf, size_t le
  */
 #define PATCH 8
 
-static long inject(pid_t pid, enum abi abi, const struct user_regs_struct *saved, long nr,
+static long inject(pid_t pid, enum abi abi, const struct user_regs_struct *saved, sigset_t *deferred, long nr,
 		   unsigned long a0, unsigned long a1, unsigned long a2, unsigned long a3,
 		   unsigned long a4, unsigned long a5)
 {
@@ -304,7 +318,9 @@ static long inject(pid_t pid, enum abi abi, const struct user_regs_struct *saved
 			return -ESRCH;
 		if (WSTOPSIG(status) == SIGTRAP && !(status >> 16))
 			break;
-		/* Nothing else should stop it here (no signal handler runs before the program). */
+		/* No handler of the program runs here: a signal waits until the program runs (substitute()). */
+		if (!(status >> 16))
+			sigaddset(deferred, WSTOPSIG(status));
 		if (ptrace(PTRACE_CONT, pid, 0, 0) != 0)
 			return -ESRCH;
 	}
@@ -349,6 +365,7 @@ static void substitute(pid_t pid)
 	struct user_regs_struct saved;
 	unsigned long lo = 0, hi = 0, data_lo = 0, next, end;
 	unsigned char code[PATCH];
+	sigset_t deferred;
 	int class, machine;
 	enum abi abi = tracee_abi(pid, &class, &machine);
 	const struct abi_nrs *nrs = abi == ABI_I386 ? &nrs_i386 : abi == ABI_X32 ? &nrs_x32 : &nrs_64;
@@ -369,12 +386,13 @@ static void substitute(pid_t pid)
 	if (ptrace(PTRACE_GETREGS, pid, 0, &saved) != 0 || mem_io(pid, 0, saved.rip, code, PATCH) != 0)
 		refuse(pid, "process %d: cannot read its registers or code", pid);
 	/* The kernel's vDSO goes as a whole (a special mapping cannot be split), then its excess. */
-	rc = inject(pid, abi, &saved, nrs->mmap, lo, end > hi ? end - lo : hi - lo, PROT_READ | PROT_EXEC,
+	sigemptyset(&deferred);
+	rc = inject(pid, abi, &saved, &deferred, nrs->mmap, lo, end > hi ? end - lo : hi - lo, PROT_READ | PROT_EXEC,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1UL, 0);
 	if (rc != (long)lo)
 		refuse(pid, "process %d: mapping the image at 0x%lx failed (%ld)", pid, lo, rc);
 	if (hi > end) {
-		rc = inject(pid, abi, &saved, nrs->munmap, end, hi - end, 0, 0, 0, 0);
+		rc = inject(pid, abi, &saved, &deferred, nrs->munmap, end, hi - end, 0, 0, 0, 0);
 		if (rc != 0)
 			refuse(pid, "process %d: unmapping the rest of the kernel's vDSO failed (%ld)", pid, rc);
 	}
@@ -384,6 +402,10 @@ static void substitute(pid_t pid)
 		refuse(pid, "process %d: cannot find AT_SYSINFO on its stack", pid);
 	if (mem_io(pid, 1, saved.rip, code, PATCH) != 0 || ptrace(PTRACE_SETREGS, pid, 0, &saved) != 0)
 		refuse(pid, "process %d: cannot restore its code and registers", pid);
+	/* The signals that came meanwhile, sent again (their sender's siginfo is lost). */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sigismember(&deferred, sig) == 1)
+			tgkill(pid, pid, sig);
 }
 
 /* ---- the clock-syscall counter ----------------------------------------- */
@@ -565,28 +587,39 @@ static void write_counts(const char *path)
 
 /* ---- the tracer loop ---------------------------------------------------- */
 
-/* Tracees seen so far; a new one's first SIGSTOP is ptrace's, not a signal for it. */
-#define MAXPIDS 4096
-static pid_t known[MAXPIDS];
-static int nknown;
-
-static int seen(pid_t pid)
+/*
+ * After the program's end: whether any process of it is still running (its
+ * ends already reported are collected first).
+ */
+static int left_running(void)
 {
-	for (int i = 0; i < nknown; i++)
-		if (known[i] == pid)
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, __WALL | WNOHANG)) > 0)
+		if (WIFSTOPPED(status))
 			return 1;
-	if (nknown < MAXPIDS)
-		known[nknown++] = pid;
-	return 0;
+	return pid == 0;
 }
 
-static void forget(pid_t pid)
+/* Signals sent to the supervisor go to the program, but for the terminal's: the program has those. */
+static pid_t program;
+
+static void forward(int sig, siginfo_t *si, void *context)
 {
-	for (int i = 0; i < nknown; i++)
-		if (known[i] == pid) {
-			known[i] = known[--nknown];
-			return;
-		}
+	(void)context;
+	if (si->si_code != SI_KERNEL)
+		kill(program, sig);
+}
+
+static void forward_signals(void)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
+	struct sigaction sa = { .sa_sigaction = forward, .sa_flags = SA_SIGINFO };
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
 }
 
 /* Whether the file at path starts as an ELF file does. */
@@ -604,8 +637,9 @@ static int is_elf(const char *path)
 int main(int argc, char **argv)
 {
 	const char *counts_path = NULL, *exec_path = NULL;
-	int status, err;
+	int status, err, go[2];
 	pid_t child, pid;
+	char c;
 
 	if (argc == 2 && strcmp(argv[1], "--dump-filter") == 0)
 		return dump_counter();
@@ -629,15 +663,18 @@ int main(int argc, char **argv)
 	load_image(argv[1]);
 	data_bytes = strtoul(argv[2], NULL, 0);
 
+	if (pipe2(go, O_CLOEXEC) != 0)
+		die("pipe: %s", strerror(errno));
 	child = fork();
 	if (child < 0)
 		die("fork: %s", strerror(errno));
 	if (child == 0) {
-		if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0) {
-			fprintf(stderr, "%s: ptrace: %s\n", prog, strerror(errno));
+		/* Traced before it runs anything: a byte once the supervisor has it, the end if it died first. */
+		close(go[1]);
+		while ((err = read(go[0], &c, 1)) < 0 && errno == EINTR)
+			;
+		if (err != 1)
 			_exit(125);
-		}
-		raise(SIGSTOP);
 		if (counts_path)
 			install_counter();
 		if (!exec_path) {
@@ -658,14 +695,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: %s: %s\n", prog, exec_path ? exec_path : argv[3], strerror(err));
 		_exit(err == ENOENT ? 127 : 126);	/* as a shell says it */
 	}
-	if (waitpid(child, &status, 0) != child || !WIFSTOPPED(status))
-		die("the program did not start");
-	seen(child);
-	if (ptrace(PTRACE_SETOPTIONS, child, 0,
+	close(go[0]);
+	program = child;
+	if (ptrace(PTRACE_SEIZE, child, 0,
 		   PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE |
-		   PTRACE_O_TRACESECCOMP) != 0)
-		die("ptrace: %s", strerror(errno));
-	ptrace(PTRACE_CONT, child, 0, 0);
+		   PTRACE_O_TRACESECCOMP | PTRACE_O_EXITKILL) != 0)
+		refuse(child, "ptrace: %s", strerror(errno));
+	forward_signals();
+	if (write(go[1], "", 1) != 1)
+		refuse(child, "the program did not start: %s", strerror(errno));
+	close(go[1]);
 
 	for (;;) {
 		int sig = 0, event;
@@ -677,11 +716,13 @@ int main(int argc, char **argv)
 			die("lost the program: %s", strerror(errno));
 		}
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
-			forget(pid);
 			if (pid != child)
 				continue;
 			if (counts_path)
 				write_counts(counts_path);
+			if (left_running())
+				fprintf(stderr, "%s: %s: what it left running is killed with it (outside the supervisor "
+					"its execs would get the kernel's vDSO)\n", prog, argv[3]);
 			if (WIFEXITED(status))
 				return WEXITSTATUS(status);
 			sig = WTERMSIG(status);
@@ -692,12 +733,17 @@ int main(int argc, char **argv)
 		if (!WIFSTOPPED(status))
 			continue;
 		event = status >> 16;
+		sig = WSTOPSIG(status);
+		if (event == PTRACE_EVENT_STOP && (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)) {
+			/* A group-stop: stopped, as the signal means, until a SIGCONT (then PTRACE_EVENT_STOP again). */
+			ptrace(PTRACE_LISTEN, pid, 0, 0);
+			continue;
+		}
 		if (event == PTRACE_EVENT_EXEC)
 			substitute(pid);
 		else if (event == PTRACE_EVENT_SECCOMP)
 			count(pid);
-		else if (event == 0 && !(WSTOPSIG(status) == SIGSTOP && !seen(pid)))
-			sig = WSTOPSIG(status);	/* a signal for the tracee: deliver it */
-		ptrace(PTRACE_CONT, pid, 0, sig);
+		/* Only a signal-delivery-stop has a signal to deliver; the others (a new tracee's first stop too) none. */
+		ptrace(PTRACE_CONT, pid, 0, event == 0 ? sig : 0);
 	}
 }

@@ -333,7 +333,14 @@ def parser():
                                    "image as its vDSO (AT_SYSINFO_EHDR); natively the image sits on the "
                                    "running kernel's data pages, whose layout must be the target's.  "
                                    "PROGRAM `vdsogen-probe` is vdsogen's probe, built for the target.  "
-                                   "The exit status is the program's (128+N when signal N killed it).")
+                                   "The exit status is the program's (128+N when signal N killed it).  "
+                                   "Natively a ptrace supervisor runs it: a stop signal stops it until SIGCONT "
+                                   "(job control works); SIGTERM, SIGINT, SIGHUP and SIGQUIT sent to vdsogen run go "
+                                   "on to it; its processes die with the supervisor, and what it leaves running "
+                                   "when it ends is killed then.  A process has one tracer: strace and gdb inside "
+                                   "vdsogen run fail (strace: ptrace(PTRACE_TRACEME, ...): Operation not "
+                                   "permitted; gdb: warning: ptrace: Operation not permitted); perf trace -p PID "
+                                   "traces it without ptrace, --syscall-counts counts its clock syscalls.")
     s.add_argument("--arch", required=True, metavar="T")
     s.add_argument("--image", metavar="FILE", help="image to use (default: build one); it must pass check, and be "
                    "a `build --test-counter` image where qemu-user cannot read the counter")

@@ -11,8 +11,13 @@ supervisor replaces this process, so the exit status is the program's
 instead (foreign.py), on the target's test build where qemu-user cannot read
 its counter ([harness] injected_counter).  The program named `vdsogen-probe` is the project's
 probe (runner/probe.c), built for the target.
+
+The image is read once, into a sealed memory file (snapshot()): `check`
+and the supervisor or loader read those bytes, whatever becomes of the
+file meanwhile.
 """
 
+import fcntl
 import hashlib
 import io
 import os
@@ -99,8 +104,33 @@ def build_supervisor():
     return compile_cached("supervise", HOST_CC, CFLAGS, runner_dir() / "supervise.c")
 
 
+SNAPSHOT = "/proc/self/fd/"
+
+
+def snapshot(path):
+    """The bytes of the file at `path`, once, in a memory file sealed against change, named
+    /proc/self/fd/N: what this process execs, or spawns with pass_fds=(snapshot_fd(name),), opens
+    that name to read the same bytes."""
+    from vdsogen.elf.bounds import read_image_file
+
+    data = read_image_file(path)
+    fd = os.memfd_create("vdsogen-image", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW |
+                fcntl.F_SEAL_WRITE)
+    os.set_inheritable(fd, True)
+    return f"{SNAPSHOT}{fd}"
+
+
+def snapshot_fd(name):
+    """The descriptor of a snapshot() name."""
+    return int(name[len(SNAPSHOT):])
+
+
 def checked_image(target, image):
-    """`image`, or the target's image built into the cache, once it passes `vdsogen check`."""
+    """A snapshot() of `image`, or of the target's image built into the cache, that passes `vdsogen check`."""
     from vdsogen.audit.check import check_report
     from vdsogen.errors import ImageError
 
@@ -109,16 +139,16 @@ def checked_image(target, image):
         from vdsogen.audit.check import build_validator
 
         name = f"{target.name}-test" if target.test_counter else target.name
-        so, _ = build_target(target, cache_dir() / "images" / name, builder=_quiet_builder(target),
-                             validate=build_validator)
-        return Path(so)
+        image, _ = build_target(target, cache_dir() / "images" / name, builder=_quiet_builder(target),
+                                validate=build_validator)
     path = Path(image)
     if not path.is_file():
         raise RunError(f"{image}: no such image")
     try:
-        findings = check_report(target, path).findings
+        snap = snapshot(path)
+        findings = check_report(target, snap).findings
     except ImageError as e:
-        raise RunError(f"{image}: not a usable image: {e}") from None
+        raise RunError(f"{image}: not a usable image: {e.args[0].replace(e.path, str(image), 1)}") from None
     errors = [f for f in findings if f.severity == "error"]
     if errors:
         from vdsogen.audit.report import finding_line
@@ -126,7 +156,7 @@ def checked_image(target, image):
         more = f" (and {len(errors) - 1} more: see `vdsogen check --arch {target.name} {image}`)" \
             if len(errors) > 1 else ""
         raise RunError(f"{image}: fails `vdsogen check` for {target.name}: {finding_line(errors[0])}{more}")
-    return path.resolve()
+    return snap
 
 
 def _symbol(image, name):
@@ -194,11 +224,11 @@ def prepare(target, argv, image=None, syscall_counts=None):
     if os.uname().machine != "x86_64":
         raise RunError(f"{target.name}: the supervisor needs an x86-64 host, this is {os.uname().machine}")
     check_live_layout(target)
-    image = checked_image(target, image)
+    given, image = image, checked_image(target, image)
     from vdsogen.run.foreign import is_test_build
 
     if is_test_build(image):
-        raise RunError(f"{image}: a test build (`vdsogen build --test-counter`): its counter read loads a count "
+        raise RunError(f"{given or 'the image'}: a test build (`vdsogen build --test-counter`): its counter read loads a count "
                        f"that only the harness and the qemu-user loader keep; natively give the real build")
     sup = build_supervisor()
     options = ["--exec", str(Path(program).resolve())]
@@ -208,7 +238,7 @@ def prepare(target, argv, image=None, syscall_counts=None):
     if vsyscall is not None:
         options += ["--sysinfo", str(vsyscall)]
     data_bytes = target.datapage.pages * target.datapage.page_size
-    return [str(sup), *options, str(image), str(data_bytes), *argv]
+    return [str(sup), *options, image, str(data_bytes), *argv]
 
 
 def run(target, argv, image=None, syscall_counts=None):
@@ -228,4 +258,5 @@ def run(target, argv, image=None, syscall_counts=None):
 
 
 __all__ = ["run", "prepare", "build_probe", "build_supervisor", "compile_cached", "install_cached", "checked_image",
+           "snapshot", "snapshot_fd",
            "check_abi", "cache_dir", "runner_dir", "RunError", "PROBE"]

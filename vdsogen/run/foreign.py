@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from vdsogen import paths
-from vdsogen.run import RunError, cache_dir, checked_image, install_cached, runner_dir
+from vdsogen.run import RunError, cache_dir, checked_image, install_cached, runner_dir, snapshot_fd
 
 # Where the loader sits: clear of the addresses programs are linked at, and
 # within 2 GiB of address 0 (the weak undefined symbols of static C libraries).
@@ -95,8 +95,7 @@ def prepare_foreign(target, argv, image):
     if test is not target and image is None:
         # As `vdsogen test` does: the real build is made and checked, its counter read by its words (T002).
         checked_image(target, None)
-    image = checked_image(test, image)
-    return [*qemu, str(build_loader(test)), str(image), *argv]
+    return [*qemu, str(build_loader(test)), checked_image(test, image), *argv]
 
 
 def freestanding(target):
@@ -215,15 +214,16 @@ def stop_timekeeper(keeper):
 
 
 def run_foreign(target, args, syscall_counts):
-    """Run [qemu, loader, image, program...] beside its timekeeper; with counts, through qemu's
-    syscall log, in which the timekeeper (another qemu) is not.  Returns the program's exit status."""
+    """Run [qemu, loader, image, program...] beside its timekeeper, the image a snapshot() the loader
+    opens; with counts, through qemu's syscall log, in which the timekeeper (another qemu) is not.
+    Returns the program's exit status."""
     qemu, loader, image, argv = args[0], args[1], args[2], args[3:]
     with tempfile.TemporaryDirectory(prefix="vdsogen-run-") as tmp:
         log, pages = Path(tmp) / "strace", Path(tmp) / "pages"
         trace = ["-d", "strace", "-D", str(log)] if syscall_counts else []
         keeper = start_timekeeper(qemu, loader, pages)
         try:
-            rc = subprocess.call([qemu, *trace, loader, str(pages), image, *argv])
+            rc = subprocess.call([qemu, *trace, loader, str(pages), image, *argv], pass_fds=(snapshot_fd(image),))
         except OSError as e:
             raise RunError(f"{qemu}: cannot start: {e.strerror}", 1) from None
         finally:

@@ -8,9 +8,18 @@ target's layout and checks what a wrong layout could not get right: the page
 count, the clock modes, plausible mult/shift, the coarse clocks' times
 against clock_gettime, and hrtimer_res (the last field of the time data,
 after the aux clocks) against clock_getres.
+
+The kernel backs some data pages only where they are used (the time
+namespace's page outside one, the pvclock and hvclock pages without those
+clocks): touching one is SIGBUS.  So the pages are never touched: the kernel
+copies them (write() to a pipe), and says EFAULT for a page it does not
+back.  /proc/self/mem and process_vm_readv() cannot read these mappings at
+all (EIO, EFAULT: they are not pages of memory the kernel can pin).
 """
 
 import ctypes
+import errno
+import os
 import struct
 import time
 
@@ -50,8 +59,35 @@ def kernel_data(maps="/proc/self/maps"):
     return None
 
 
-def _read(addr, size):
-    return ctypes.string_at(addr, size)
+class Unreadable(OSError):
+    """A page of this process that cannot be read (the kernel does not back it)."""
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.write.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t)
+_libc.write.restype = ctypes.c_ssize_t
+
+
+CHUNK = 4096     # what a pipe always holds
+
+
+def read_memory(addr: int, size: int) -> bytes:
+    """`size` bytes at `addr` in this process, copied by the kernel through a pipe: Unreadable
+    (EFAULT) where it does not back the memory, never SIGBUS."""
+    out = []
+    r, w = os.pipe()
+    try:
+        for at in range(addr, addr + size, CHUNK):
+            n = min(CHUNK, addr + size - at)
+            done = _libc.write(w, at, n)
+            if done != n:
+                err = ctypes.get_errno() if done < 0 else errno.EFAULT
+                raise Unreadable(err, os.strerror(err))
+            out.append(os.read(r, n))
+    finally:
+        os.close(r)
+        os.close(w)
+    return b"".join(out)
 
 
 class _Reader:
@@ -67,7 +103,7 @@ class _Reader:
         return struct.unpack_from(self.endian + fmt, self.page, off)[0]
 
 
-def check_live_layout(target, maps="/proc/self/maps", read=_read):
+def check_live_layout(target, maps="/proc/self/maps", read=read_memory):
     """Raise LayoutMismatch unless the running kernel's data pages match the target's layout."""
     dp = target.datapage
     layout = dp.layout
@@ -97,13 +133,24 @@ def check_live_layout(target, maps="/proc/self/maps", read=_read):
 
 def _reader_page(target, data_lo, read):
     dp = target.datapage
-    page = dp.layout.page("time")
-    data = read(data_lo + page.index * dp.page_size, dp.page_size)
+    data = _page(target, data_lo, "time", read)
     r = _Reader(target, data)
     if r.get(f"{dp.layout.clocks_member}[0].clock_mode", "i") == CLOCK_MODE_TIMENS and dp.layout.has_timens:
         # In a time namespace the first page is the namespace's; the real data is on the next.
-        data = read(data_lo + dp.layout.page("timens").index * dp.page_size, dp.page_size)
+        data = _page(target, data_lo, "timens", read)
     return data
+
+
+def _page(target, data_lo, role, read):
+    dp = target.datapage
+    index = dp.layout.page(role).index
+    addr = data_lo + index * dp.page_size
+    try:
+        return read(addr, dp.page_size)
+    except Unreadable as e:
+        raise LayoutMismatch(f"the running kernel's data page {index} (at {addr:#x}), the {role} page of the "
+                             f"{target.name} layout ({dp.layout.name}), cannot be read: {e.strerror} (the kernel "
+                             f"does not back it here: not its {role} page)") from None
 
 
 def _sample(target, r, clocks):
@@ -139,4 +186,4 @@ def _judge(target, where, v):
                              f"{v['hrtimer_res']}, clock_getres(CLOCK_MONOTONIC) says {res} ns")
 
 
-__all__ = ["check_live_layout", "kernel_data", "LayoutMismatch"]
+__all__ = ["check_live_layout", "kernel_data", "read_memory", "LayoutMismatch", "Unreadable"]
