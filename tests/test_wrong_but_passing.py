@@ -157,3 +157,28 @@ def test_unreadable_section_names_are_an_error(built, tmp_path, shstrndx):
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert f"{bad} @0x3e: malformed ELF headers: e_shstrndx {shstrndx} is not one of the 15" in proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+def test_run_refuses_an_image_built_for_other_pages(tmp_path):
+    """`run --image` checks the image against the spec (N008: its data-pages
+    note) and the spec against the running kernel: an image built for other
+    pages never runs, however well it passed its own harness."""
+    spec = (ROOT / "specs" / "x86_64.toml").read_text().replace("page_size = 4096", "page_size = 16384")
+    other = build(load_target("x86_64", specs_dir(tmp_path, spec_text=spec)), tmp_path / "out")
+    proc = vdsogen("run", "--arch=x86_64", f"--image={other}", "--", "true")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "fails `vdsogen check` for x86_64: N008" in proc.stderr and "16384x6" in proc.stderr
+
+
+def test_run_refuses_a_spec_whose_tick_is_not_the_kernels(tmp_path):
+    """A spec with the wrong HZ builds an image that passes check and test
+    (both go by the spec); the running kernel's clock_getres of a coarse
+    clock says otherwise, and run refuses."""
+    import time
+
+    tick = round(time.clock_getres(5) * 1e9)      # CLOCK_REALTIME_COARSE
+    wrong = 1_000_000 if tick != 1_000_000 else 4_000_000
+    spec = (ROOT / "specs" / "x86_64.toml").read_text().replace("tick_nsec = 4000000", f"tick_nsec = {wrong}")
+    proc = vdsogen("run", "--arch=x86_64", f"--specs={specs_dir(tmp_path, spec_text=spec)}", "--", "true")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"the x86_64 spec's tick is {wrong} ns, the running kernel's is {tick} ns" in proc.stderr

@@ -184,6 +184,12 @@ def _judge(target, where, v):
     if v["hrtimer_res"] != res:
         raise LayoutMismatch(f"hrtimer_res read from the running kernel's data through {where} is "
                              f"{v['hrtimer_res']}, clock_getres(CLOCK_MONOTONIC) says {res} ns")
+    # The tick is no field of the page: the image answers clock_getres of the coarse clocks from its spec.
+    tick = round(time.clock_getres(CLOCK_REALTIME_COARSE) * 1e9)
+    if tick != target.datapage.tick_nsec:
+        raise LayoutMismatch(f"the {target.name} spec's tick is {target.datapage.tick_nsec} ns, the running "
+                             f"kernel's is {tick} ns (clock_getres(CLOCK_REALTIME_COARSE)): the image would "
+                             f"answer the coarse clocks' resolution wrongly ([datapage] tick_nsec)")
 
 
 __all__ = ["check_live_layout", "kernel_data", "read_memory", "LayoutMismatch", "Unreadable"]
