@@ -72,8 +72,6 @@ static int step_trap(void)
 }
 #endif
 
-int h_soak;
-
 int main(int argc, char **argv)
 {
 	const struct h_group *g;

@@ -135,6 +135,8 @@ static void on_term(int sig)
 	_exit(128 + sig);
 }
 
+int h_soak;	/* main.c sets it from VDSOGEN_HARNESS_SOAK; the run loader, which links this file, never */
+
 /* The watchdog's allowance: a soak adds its seconds for each racing writer a group may run. */
 static int group_timeout(void)
 {
