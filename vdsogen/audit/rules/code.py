@@ -494,8 +494,8 @@ def seqcount_pairs(img: ElfImage, entry: int, memo: dict | None = None,
     each flow, two loads of one address (load_address: one base register, not written in
     between, and offset; or the address the instruction before puts in the register a load
     reads through and into, auipc's) with other loads between.  A re-read ordered both
-    ways closes every pair open around it, so the data loads of a retry loop do not pair
-    with the next pass's, across its sequence.  A load that pairs with itself, a loop back
+    ways closes the loads made inside its pair, so the data loads of a retry loop do not
+    pair with the next pass's, across its sequence.  A load that pairs with itself, a loop back
     to it, waits for the sequence to be even: the re-read that checks a read is another
     load, which compares its value with the first's.  Each flow ends at a syscall or its
     return; calls are followed."""
@@ -527,7 +527,9 @@ def seqcount_pairs(img: ElfImage, entry: int, memo: dict | None = None,
                                 dirty if again.ordered else None)
                     (pairs.ordered if again.ordered else pairs.bare).add(pair)
                     clean = again.ordered and pair.early is None and pair.late is None
-                opens = () if clean else tuple(o for o in opens if o is not again)
+                # A read ordered both ways ends the loads inside it, so the data loads of a retry
+                # loop do not pair with the next pass's; the loads around it stay open.
+                opens = opens[:opens.index(again)] if clean else tuple(o for o in opens if o is not again)
             opens = tuple(o._replace(early=addr if o.early is None and not o.ordered else o.early,
                                      between=addr if o.between is None else o.between) for o in opens)
             opens, dirty = (opens + (_Open(key, addr, acq, None, None),))[-MAX_OPEN:], addr
@@ -583,8 +585,9 @@ def seqcount_pairs(img: ElfImage, entry: int, memo: dict | None = None,
       Found from the code, in the flows from the exports of clock_gettime
       and gettimeofday: two loads of one address (one base register, not
       written in between, and offset) with other loads between are a load
-      and its re-read; a re-read ordered both ways closes the pairs open
-      around it, and a load the flow loops back to (waiting for an even
+      and its re-read; a re-read ordered both ways closes the loads made
+      inside its pair (a retry loop's data loads do not pair with the next
+      pass's), and a load the flow loops back to (waiting for an even
       sequence) pairs with nothing.  A function whose pairs have no
       ordering between their loads at all orders nothing; one that orders
       some has a finding for each pair ordered on one side only where the
