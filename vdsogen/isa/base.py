@@ -181,5 +181,5 @@ class Isa:
 
 
 __all__ = ["ByteOrder", "SEQ", "CALL", "JUMP", "CJUMP", "STOP", "OTHER", "COUNTER", "SYSCALL", "RETURN", "CRETURN",
-           "Insn", "Image", "Code", "Decode", "Classify", "WordAt", "Isa", "OTHER_FORM", "sext", "fixed_width", "word_classifier",
-           "gabi_r_info"]
+           "Insn", "Image", "Code", "Decode", "Classify", "WordAt", "Isa", "OTHER_FORM", "sext", "fixed_width",
+           "word_classifier", "gabi_r_info"]

@@ -589,12 +589,14 @@ def seqcount_pairs(img: ElfImage, entry: int, memo: dict | None = None,
       inside its pair (a retry loop's data loads do not pair with the next
       pass's), and a load the flow loops back to (waiting for an even
       sequence) pairs with nothing.  A function whose pairs have no
-      ordering between their loads at all orders nothing; one that orders
-      some has a finding for each pair ordered on one side only where the
-      same address is read ordered on both sides elsewhere in it, or where
-      no pair of it is.  Not judged: loads of one address through two
-      registers; pairs the clock mode's re-reads make while the sequence
-      is read right; a function with an ordered read of anything, such as
+      ordering between their loads at all orders nothing; one whose pairs
+      are all ordered on one side only misses the other side.  A function
+      with a read ordered both ways passes: what looks like a one-sided
+      pair beside it is the start of another read (the hot path's first
+      load, then the cold path's) or a re-read of the clock mode while the
+      sequence is odd.  Not judged, then: one read of a function left
+      unordered while another is right; loads of one address through two
+      registers; a function with an ordered read of anything, such as
       MIPS's GIC counter (Linux's MIPS kernels for cores that keep loads in
       order, without CONFIG_WEAK_ORDERING, build smp_rmb() as a compiler
       barrier: Debian's 5kc-malta images order only their GIC reads).
@@ -623,10 +625,9 @@ def seqcount_order(ctx: Context) -> Findings:
                                                    f"0x{p.reread:x} bracket the data load at 0x{p.data:x}, and no "
                                                    f"seqcount read of the function orders its loads")
             continue
-        clean = pairs.clean()
-        for p in sorted(pairs.ordered):
-            if clean and p.key not in clean:
-                continue
+        if pairs.clean():
+            continue                           # a read ordered both ways: the others are waits, or the start
+        for p in sorted(pairs.ordered):        # of a cold path's read after the hot path's first load
             if p.early is not None:
                 found.setdefault((p.early, "first"), f"{name}: the data load at 0x{p.early:x} is not ordered after "
                                                      f"the sequence load at 0x{p.load:x} (re-read at 0x{p.reread:x})")
