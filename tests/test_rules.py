@@ -263,6 +263,24 @@ def test_t002_counter_words(built, tmp_path):
     assert fired(target, path) == {"T002"}
 
 
+# arm64's read barrier, dmb ishld, and nop.
+DMB_ISHLD, NOP = (0xD50339BF).to_bytes(4, "little"), (0xD503201F).to_bytes(4, "little")
+
+
+@covers("K009")
+def test_k009_read_barriers_made_nops(built, tmp_path):
+    """Every dmb ishld of an arm64 image made a nop: the seqcount's loads are
+    no longer ordered, which qemu-user never shows (tests/test_ordering.py
+    builds such images for every weakly ordered ISA)."""
+    def drop_barriers(m):
+        at = 0
+        while DMB_ISHLD in m.data[at:]:
+            at = m.replace_bytes(DMB_ISHLD, NOP, at) + 4
+        assert at, "no dmb ishld found"
+    target, path = mutate(built, tmp_path, drop_barriers, name="arm64")
+    assert fired(target, path) == {"K009"}
+
+
 @covers("N006")
 def test_n006_test_build_note(tmp_path):
     """A test build says so, as information, in check and in audit."""

@@ -13,7 +13,9 @@ A new ISA (docs/hacking.rst, "A new ISA"):
      counter reads, syscalls and returns: base.word_classifier), and only the
      Isa fields where the machine differs from the defaults (code byte
      order, DT_HASH word, r_info, Thumb-like entry modes, delay slots,
-     processor dynamic tags and program header types, data loads).
+     processor dynamic tags and program header types, data loads; for an
+     ISA that may reorder loads, what audit rule K009 reads: read_barrier,
+     load_address, written, and pc_address or acquire_load where they apply).
   2. its ABI in vdsogen/spec/abi.toml (`machine` = the EM_ number, and
      [ABI.syscalls]: instruction, result convention, numbers);
   3. arch/ARCH/contract.toml and its fragments, its spec(s) in specs/;

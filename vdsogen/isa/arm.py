@@ -14,11 +14,14 @@ mov pc, lr, pop {..., pc}, pop.w {..., pc} and ldr.w pc, [sp], #4.  The
 instructions of an IT block count whether their condition holds or not, as
 the conditional A32 ones do.
 
+Audit rule K009: the seqcount is ordered by dmb or dsb of a type that
+orders loads (ARMv6's CP15 forms too).
+
 ELF: BE-8 images (EF_ARM_BE8) keep their code little-endian.
 """
 
 from vdsogen.isa.base import CALL, CJUMP, COUNTER, CRETURN, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, ByteOrder, \
-    Classify, Code, Decode, Image, Insn, Isa, sext
+    Classify, Code, Decode, Image, Insn, Isa, OTHER_FORM, sext
 
 EM_ARM = 40
 EF_ARM_ABI_FLOAT_SOFT = 0x00000200
@@ -179,6 +182,104 @@ def data_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -
     return False
 
 
+def read_barrier(raw: bytes, mode: str | None, order: ByteOrder) -> bool:
+    """dmb or dsb of a type that orders loads (ish, Linux's ARMv7 smp_rmb(); ishld in ARMv8
+    code, as the arm64 kernel's compat vDSO), A32 or Thumb; ARMv6's CP15 barriers."""
+    if mode == "thumb":
+        if len(raw) != 4:
+            return False
+        h1, h2 = int.from_bytes(raw[:2], order), int.from_bytes(raw[2:4], order)
+        return h1 == 0xF3BF and h2 & 0xFFE0 == 0x8F40 and bool(h2 & 1)
+    word = int.from_bytes(raw[:4], order)
+    if word & 0xFFFFFFE0 == 0xF57FF040:               # dsb, dmb: option 01 LD, 11 full (10 ST)
+        return bool(word & 1)
+    return word & 0x0FFF0FDF == 0x0E070F9A            # mcr p15, 0, rt, c7, c10, 4 (dsb) or 5 (dmb)
+
+
+def _thumb16_written(h: int) -> int:
+    """The registers a 16-bit Thumb instruction may write, as a mask."""
+    top = h >> 11
+    if top >= 0b11010 or h & 0xF500 == 0xB100 or h >> 8 == 0xBF:   # branches, svc, udf; cbz, cbnz; it, hints
+        return 0
+    if h >> 10 == 0b010001:                           # add, cmp, mov (high registers), bx, blx
+        return 1 << ((h & 7) | ((h >> 4) & 8)) | 1 << 14
+    if top in (0b00100, 0b00101, 0b00110, 0b00111, 0b01001, 0b10010, 0b10011, 0b10100, 0b10101):
+        return 1 << ((h >> 8) & 7)                    # imm8 forms, ldr literal, sp-relative, adr, add sp
+    if top in (0b11000, 0b11001):                     # stm, ldm: the base, the list
+        return 1 << ((h >> 8) & 7) | (h & 0xFF if top == 0b11001 else 0)
+    if h >> 9 == 0b1011110:                           # pop
+        return h & 0xFF | 1 << 13
+    return 1 << (h & 7) | 1 << 13                     # rd or rt in bits 0-2 (add sp, push: sp)
+
+
+def written(raw: bytes, mode: str | None, order: ByteOrder) -> int:
+    """The registers an instruction may write, as a mask, generously: A32 Rd/Rt (bits 12-15),
+    RdHi (16-19) of the multiplies and mrrc, ldm's list, a written-back base; Thumb's
+    destination field of each 16-bit format; of the 32-bit ones hw2's 8-11 and 12-15, ldm's
+    list and a written-back base; lr."""
+    if mode == "thumb":
+        h1 = int.from_bytes(raw[:2], order)
+        if len(raw) == 2:
+            return _thumb16_written(h1)
+        h2 = int.from_bytes(raw[2:4], order)
+        mask = 1 << (h2 >> 12) | 1 << ((h2 >> 8) & 15) | 1 << 14
+        if h1 & 0xFFD0 in (0xE890, 0xE910):           # ldm.w: the list
+            mask |= h2
+        if h1 & 0xFE00 == 0xE800 and h1 & 0x20:        # ldm/stm, ldrd/strd written back
+            mask |= 1 << (h1 & 15)
+        elif h1 & 0xFE00 == 0xF800 and h2 & 0x0900 == 0x0900:   # single, written-back base
+            mask |= 1 << (h1 & 15)
+        return mask
+    word = int.from_bytes(raw[:4], order)
+    mask = 1 << ((word >> 12) & 15) | 1 << 14
+    op = (word >> 25) & 7
+    if op == 4:                                       # ldm/stm
+        mask |= (word & 0xFFFF if word & (1 << 20) else 0) | ((1 << ((word >> 16) & 15)) if word & (1 << 21) else 0)
+    elif op in (0, 2, 3) and (not word & (1 << 24) or word & (1 << 21)):   # post-indexed or written back
+        mask |= 1 << ((word >> 16) & 15)
+    if op == 0 and word & 0xF0 == 0x90 or word & 0x0FF00000 == 0x0C500000:  # multiplies, mrrc: RdHi, Rt2
+        mask |= 1 << ((word >> 16) & 15)
+    return mask
+
+
+def load_address(raw: bytes, mode: str | None, order: ByteOrder) -> tuple[int, int, int] | None:
+    """A data load (data_load): Rn and the offset of the immediate-offset forms (A32 ldr, ldrb,
+    ldrh, ldrd; Thumb ldr, ldrb, ldrh, their .w forms and ldrd); not the literal loads."""
+    if not data_load(raw, mode, order, False):
+        return None
+    if mode == "thumb":
+        h1 = int.from_bytes(raw[:2], order)
+        if len(raw) == 2:
+            if h1 >> 11 == 0b01001:                   # ldr rt, [pc, #imm]
+                return None
+            scale = {0b01101: 4, 0b01111: 1, 0b10001: 2}.get(h1 >> 11)    # ldr, ldrb, ldrh rt, [rn, #imm5]
+            if scale:
+                return (h1 >> 3) & 7, ((h1 >> 6) & 31) * scale, h1 & 7
+            return OTHER_FORM, h1 & ~(0xFF if h1 >> 12 == 0xC else 0x7), OTHER_FORM   # ldm: the list; else rt
+        if h1 & 0xF == 15:
+            return None
+        h2 = int.from_bytes(raw[2:4], order)
+        if h1 & 0xFF90 == 0xF890:                     # ldr.w, ldrb.w, ldrh.w rt, [rn, #imm12]
+            return h1 & 0xF, h2 & 0xFFF, h2 >> 12
+        if h1 & 0xFF90 == 0xF810 and h2 & 0x0F00 == 0x0C00:   # the same, [rn, #-imm8]
+            return h1 & 0xF, -(h2 & 0xFF), h2 >> 12
+        if h1 & 0xFF70 == 0xE950:                     # ldrd rt, rt2, [rn, #+/-imm8*4]
+            return h1 & 0xF, (h2 & 0xFF) * (4 if h1 & 0x80 else -4), OTHER_FORM
+        if h1 & 0xFFD0 in (0xE890, 0xE910):           # ldm.w: the register list
+            return OTHER_FORM, h1 << 16, OTHER_FORM
+        return OTHER_FORM, (h1 << 16) | (h2 & (0x00FF if h1 >> 9 == 0x74 else 0x0FFF)), OTHER_FORM   # ldrd
+    word = int.from_bytes(raw[:4], order)
+    rn, rt = (word >> 16) & 0xF, (word >> 12) & 0xF
+    if rn == 15:
+        return None
+    sign = 1 if word & 0x00800000 else -1
+    if word & 0x0F200000 == 0x05000000:               # ldr, ldrb rt, [rn, #+/-imm12]
+        return rn, sign * (word & 0xFFF), rt
+    if word & 0x0F600090 == 0x01400090:               # ldrh, ldrsb, ldrsh, ldrd rt, [rn, #+/-imm8]
+        return rn, sign * (((word >> 4) & 0xF0) | (word & 0xF)), rt
+    return OTHER_FORM, word & ~(0xFFFF if (word >> 25) & 7 == 4 else 0xF000), OTHER_FORM   # ldm: the list
+
+
 ISA = Isa("arm", {EM_ARM: "EM_ARM"}, _decoder, _classifier, code_endian=_code_endian, entry=_entry,
           cjump_skips=_it_skips, segment_types={EM_ARM: frozenset({PT_ARM_EXIDX})},
-          data_load=data_load)
+          data_load=data_load, read_barrier=read_barrier, load_address=load_address, written=written)

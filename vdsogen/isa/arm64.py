@@ -4,11 +4,13 @@ either byte order of data.
 Decoding: B, BL, B.cond, CBZ/CBNZ, TBZ/TBNZ; RET and BR end the flow, as
 UDF and BRK do.  Hot path: the counter read is mrs of cntvct_el0 or
 cntvctss_el0, the syscall svc, the returns ret, retaa and retab.  The audit
-rule K003 asks arm64_writes_x18 about every instruction reached.
+rule K003 asks arm64_writes_x18 about every instruction reached; K009
+orders the seqcount with dmb/dsb of a load type (Linux: dmb ishld) or a
+load-acquire (ldar, ldapr) for the sequence's first load.
 """
 
 from vdsogen.isa.base import ByteOrder, CALL, CJUMP, COUNTER, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, Classify, \
-    Decode, Image, Insn, Isa, fixed_width, sext, word_classifier
+    Decode, Image, Insn, Isa, OTHER_FORM, fixed_width, sext, word_classifier
 
 EM_AARCH64 = 183
 
@@ -42,8 +44,13 @@ def arm64_class(word: int) -> str:
 
 def arm64_writes_x18(word: int) -> bool:
     """Whether an A64 instruction writes x18 (or w18)."""
+    return arm64_writes(word, 18)
+
+
+def arm64_writes(word: int, reg: int) -> bool:
+    """Whether an A64 instruction writes general register `reg` (x or w)."""
     def rd(shift: int = 0) -> bool:
-        return (word >> shift) & 31 == 18
+        return (word >> shift) & 31 == reg
     op0 = (word >> 25) & 0xF
     if op0 in (0x8, 0x9):                             # data processing, immediate
         return rd()
@@ -78,6 +85,16 @@ def arm64_writes_x18(word: int) -> bool:
     return False
 
 
+def written(raw: bytes, mode: str | None, order: ByteOrder) -> int:
+    """The general registers an instruction writes, as a mask (arm64_writes; bl: x30)."""
+    word = int.from_bytes(raw[:4], order)
+    mask = 1 << 30 if word & 0xFC000000 == 0x94000000 else 0
+    for reg in {word & 31, (word >> 5) & 31, (word >> 10) & 31, (word >> 16) & 31}:
+        if arm64_writes(word, reg):
+            mask |= 1 << reg
+    return mask
+
+
 def _decoder(img: Image) -> Decode:
     return fixed_width(arm64_insn, img.code_endian)
 
@@ -100,9 +117,48 @@ def data_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -
     return bool(word & (1 << 22)) and (word >> 5) & 31 != 31
 
 
-ISA = Isa("arm64", {EM_AARCH64: "EM_AARCH64"}, _decoder, _classifier, code_endian=_code_endian,
-          data_load=data_load)
+def acquire_load(raw: bytes, mode: str | None, order: ByteOrder) -> bool:
+    """ldar, ldaxr (load-acquire) and ldapr (RCpc): later loads are ordered after them."""
+    word = int.from_bytes(raw[:4], order)
+    return word & 0x3FFFFC00 in (0x08DFFC00, 0x085FFC00, 0x38BFC000)
 
+
+def read_barrier(raw: bytes, mode: str | None, order: ByteOrder) -> bool:
+    """dmb or dsb of a type that orders loads: the LD types (ishld, Linux's smp_rmb()) and the full ones."""
+    word = int.from_bytes(raw[:4], order)
+    return word & 0xFFFFF0DF == 0xD503309F and bool(word & 0x100)     # CRm: 01 LD, 11 full (10 ST)
+
+
+def load_address(raw: bytes, mode: str | None, order: ByteOrder) -> tuple[int, int, int] | None:
+    """A data load (data_load, or a load-acquire): Rn and the offset of ldr (unsigned, scaled),
+    ldur and ldp (signed offset); not the literal loads."""
+    word = int.from_bytes(raw[:4], order)
+    rn, rt = (word >> 5) & 31, word & 31
+    if acquire_load(raw, mode, order):
+        return rn, 0, rt
+    if not data_load(raw, mode, order, True) or word & 0x3B000000 == 0x18000000:
+        return None
+    if word & 0x3B000000 == 0x39000000:               # ldr (unsigned offset), scaled by the size
+        return rn, ((word >> 10) & 0xFFF) << (word >> 30), rt
+    if word & 0x3B200C00 == 0x38000000:               # ldur
+        return rn, sext(word >> 12, 9), rt
+    if word & 0x3B800000 == 0x29000000:               # ldp (signed offset)
+        return rn, sext(word >> 15, 7) << (3 if word >> 31 else 2), OTHER_FORM
+    return OTHER_FORM, word & ~(0x7C1F if word & 0x3A000000 == 0x28000000 else 0x1F), OTHER_FORM
+
+
+def pc_address(raw: bytes, mode: str | None, order: ByteOrder, addr: int) -> tuple[int, int] | None:
+    """adr and adrp: Rd and the address."""
+    word = int.from_bytes(raw[:4], order)
+    if word & 0x1F000000 != 0x10000000:
+        return None
+    imm = sext((((word >> 5) & 0x7FFFF) << 2) | ((word >> 29) & 3), 21)
+    return word & 31, (addr & ~0xFFF) + (imm << 12) if word >> 31 else addr + imm
+
+
+ISA = Isa("arm64", {EM_AARCH64: "EM_AARCH64"}, _decoder, _classifier, code_endian=_code_endian,
+          data_load=data_load, read_barrier=read_barrier, load_address=load_address, acquire_load=acquire_load,
+          pc_address=pc_address, written=written)
 
 
 def store_targets(img: Image, code: bytes | bytearray | memoryview, addr: int) -> list[tuple[int, int | None]]:

@@ -106,6 +106,22 @@ def _never(word: int) -> bool:
     return False
 
 
+def _no_acquire(raw: bytes, mode: str | None, order: ByteOrder) -> bool:
+    return False
+
+
+def _writes_none(raw: bytes, mode: str | None, order: ByteOrder) -> int:
+    return 0
+
+
+def _no_pc_address(raw: bytes, mode: str | None, order: ByteOrder, addr: int) -> tuple[int, int] | None:
+    return None
+
+
+# load_address's base for a load of any form other than register plus constant.
+OTHER_FORM = -1
+
+
 @dataclass(frozen=True)
 class Isa:
     """One instruction set family and the ELF facts of its machines.
@@ -140,6 +156,24 @@ class Isa:
     # data_load(raw, mode, code byte order, 64-bit x86) -> the instruction reads memory
     # other than the stack, as a vDSO reads its data page (audit rule K008); None: unknown.
     data_load: Callable[[bytes, str | None, ByteOrder, bool], bool] | None = None
+    # Audit rule K009, the seqcount's load ordering, for an ISA that may reorder loads
+    # (None: it keeps loads in order, as x86 and s390 do, and the rule does not apply).
+    # read_barrier(raw, mode, code byte order): orders every earlier load before every later one.
+    read_barrier: Callable[[bytes, str | None, ByteOrder], bool] | None = None
+    # load_address(raw, mode, code byte order) -> (base register, offset, destination register)
+    # of a data load (not from the stack, not from the code): the offset in bytes of a register
+    # plus constant form; any other form is (OTHER_FORM, the instruction less its destination
+    # registers, OTHER_FORM), equal only to the same form.  None for any other instruction.
+    load_address: Callable[[bytes, str | None, ByteOrder], tuple[int, int, int] | None] | None = None
+    # pc_address(raw, mode, code byte order, address) -> (register, value) of an instruction that
+    # sets a register to an address relative to its own (auipc, adrp): a load right after it
+    # through that register into that register reads a known address.
+    pc_address: Callable[[bytes, str | None, ByteOrder, int], tuple[int, int] | None] = _no_pc_address
+    # written(raw, mode, code byte order) -> the mask of the general registers the instruction may
+    # write (more is safe: a load pairs only with a later one through the same unchanged base).
+    written: Callable[[bytes, str | None, ByteOrder], int] = _writes_none
+    # acquire_load(raw, mode, code byte order): a load that orders every later load after itself.
+    acquire_load: Callable[[bytes, str | None, ByteOrder], bool] = _no_acquire
     # e_machine -> {processor dynamic tag: name} a vDSO of that machine may carry (MIPS's GOT tags).
     dynamic_tags: Mapping[int, Mapping[int, str]] = field(default_factory=dict)
     # e_machine -> the processor program header types its vDSOs carry (ARM's PT_ARM_EXIDX).
@@ -147,5 +181,5 @@ class Isa:
 
 
 __all__ = ["ByteOrder", "SEQ", "CALL", "JUMP", "CJUMP", "STOP", "OTHER", "COUNTER", "SYSCALL", "RETURN", "CRETURN",
-           "Insn", "Image", "Code", "Decode", "Classify", "WordAt", "Isa", "sext", "fixed_width", "word_classifier",
-           "gabi_r_info"]
+           "Insn", "Image", "Code", "Decode", "Classify", "WordAt", "Isa", "OTHER_FORM", "sext", "fixed_width",
+           "word_classifier", "gabi_r_info"]

@@ -11,7 +11,10 @@ counted with the branch) before the branch goes anywhere, also before jr
 $ra returns, and the branch-likely forms run it only when taken.  A call
 to the instruction after its delay slot, or over a few words of data to a
 load from them through $ra (the entries of vdsogen's images and Linux's),
-only reads the PC.
+only reads the PC.  Audit rule K009: the seqcount is ordered by sync
+(and its stypes that order loads).  Linux emits it only in kernels for
+weakly ordered cores (CONFIG_WEAK_ORDERING: Octeon, Loongson-3); one image
+of vdsogen's serves every core of its ABI.
 
 ELF: MIPS64 splits r_info into a symbol index and three types.
 """
@@ -106,8 +109,41 @@ def data_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -
     return word >> 26 in _MIPS_LOADS and (word >> 21) & 31 not in (29, 31)
 
 
+# sync stypes that order earlier loads before later ones: 0 (full), 0x10 (mb), 0x11 (acquire), 0x13 (rmb).
+SYNC_ORDERS_LOADS = frozenset({0, 0x10, 0x11, 0x13})
+
+
+def read_barrier(raw: bytes, mode: str | None, order: ByteOrder) -> bool:
+    """sync of a type that orders earlier loads before later ones (SYNC_ORDERS_LOADS)."""
+    word = int.from_bytes(raw[:4], order)
+    return word & 0xFFFFF83F == 0x0000000F and (word >> 6) & 31 in SYNC_ORDERS_LOADS
+
+
+def load_address(raw: bytes, mode: str | None, order: ByteOrder) -> tuple[int, int, int] | None:
+    """A data load (data_load): base, offset and rt."""
+    if not data_load(raw, mode, order, False):
+        return None
+    word = int.from_bytes(raw[:4], order)
+    return (word >> 21) & 31, sext(word & 0xFFFF, 16), (word >> 16) & 31
+
+
+def written(raw: bytes, mode: str | None, order: ByteOrder) -> int:
+    """The registers an instruction may write, as a mask: rd and rt of the register forms (SPECIAL,
+    SPECIAL2, SPECIAL3: rdhwr), rt of the immediate ones and loads, $ra of the calls."""
+    word = int.from_bytes(raw[:4], order)
+    op, rt, rd = word >> 26, (word >> 16) & 31, (word >> 11) & 31
+    if op in (0, 0x1C, 0x1F):
+        return 1 << rd | 1 << rt | 1 << 31
+    if 0x08 <= op <= 0x0F or 0x18 <= op <= 0x1B or 0x20 <= op <= 0x27 or 0x30 <= op <= 0x37:
+        return 1 << rt
+    if op == 3 or (op == 1 and rt & 0x10):            # jal; bltzal, bgezal (bal)
+        return 1 << 31
+    return 0
+
+
 ISA = Isa("mips", {EM_MIPS: "EM_MIPS"}, _decoder, _classifier, r_info=r_info, delay_slots=True,
           branch_likely=branch_likely, call_reads_pc=call_reads_pc, dynamic_tags={EM_MIPS: DT_MIPS},
+          read_barrier=read_barrier, load_address=load_address, written=written,
           # PT_NULL: GNU ld leaves an empty header behind on MIPS
           segment_types={EM_MIPS: frozenset({0, PT_MIPS_REGINFO, PT_MIPS_OPTIONS, PT_MIPS_ABIFLAGS})},
           data_load=data_load)

@@ -4,11 +4,12 @@ Decoding: b, bl and the absolute forms, bc (bcl a call), the unconditional
 bclr and bcctr end the flow (the conditional ones go on); a Power ISA 3.1
 prefixed instruction is 8 bytes; a zero word (padding) stops.  Hot path:
 the counter read is mftb (mfspr 268, and the old mftb form), the syscalls
-sc and scv, the returns blr and the conditional bclr forms.
+sc and scv, the returns blr and the conditional bclr forms.  Audit rule K009: the
+seqcount is ordered by sync or lwsync.
 """
 
 from vdsogen.isa.base import CALL, CJUMP, COUNTER, CRETURN, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, ByteOrder, \
-    Classify, Code, Decode, Image, Insn, Isa, sext, word_classifier
+    Classify, Code, Decode, Image, Insn, Isa, OTHER_FORM, sext, word_classifier
 
 EM_PPC, EM_PPC64 = 20, 21
 DT_PPC_GOT = 0x70000000         # ppc32: where the GOT is; kernel images keep a .got in the text
@@ -51,6 +52,52 @@ def ppc_class(word: int) -> str:
     return OTHER
 
 
+# X-form (primary opcode 31) extended opcodes whose destination is RA, not
+# RT: the logical, shift, sign-extend and count instructions.
+_PPC_X_TO_RA = {28, 60, 124, 284, 316, 412, 444, 476,      # and andc nor eqv xor orc or nand
+                24, 536, 792, 824, 27, 539, 794,            # slw srw sraw srawi sld srd srad
+                26, 58, 922, 954, 986, 122, 378, 506, 508,  # cntlzw cntlzd extsh extsb extsw popcnt* cmpb
+                538, 570}                                   # cnttzw cnttzd
+# X-form extended opcodes that write no GPR at all (stores, compares, cache,
+# barriers, moves to special registers, traps).
+_PPC_X_NO_GPR = {0, 32, 4, 68, 151, 149, 215, 407, 150, 214, 662, 918, 660, 54, 86, 982, 278, 246, 1014,
+                 598, 854, 467, 144, 146, 178, 663, 727, 695, 759, 983, 919, 951, 726, 758}
+# ... and those with update (RA written back) that store.
+_PPC_X_STORE_UPDATE = {183, 181, 247, 439, 695, 759}
+_PPC_X_LOAD_UPDATE = {55, 119, 311, 375, 53, 373}
+
+
+def ppc_gprs_written(word: int) -> set[int]:
+    """The general registers a powerpc instruction writes (a decoding for
+    the integer and load/store instructions a vDSO uses; lmw writes RT..r31)."""
+    op = word >> 26
+    rt, ra = (word >> 21) & 31, (word >> 16) & 31
+    if op in (7, 8, 12, 13, 14, 15, 32, 34, 40, 42):           # mulli subfic addic(.) addi addis lwz lbz lhz lha
+        return {rt}
+    if op in (33, 35, 41, 43):                                  # lwzu lbzu lhzu lhau
+        return {rt, ra}
+    if op in (37, 39, 45, 53, 55, 61) or (op == 62 and word & 3 == 1):   # stwu stbu sthu stfsu stfdu stfdpu stdu
+        return {ra}
+    if op == 46:                                                # lmw
+        return set(range(rt, 32))
+    if op == 58:                                                # ld ldu lwa
+        return {rt, ra} if word & 3 == 1 else {rt}
+    if op in (20, 21, 23, 24, 25, 26, 27, 28, 29, 30):          # rlw*, ori, oris, xori, xoris, andi., andis., rld*
+        return {ra}
+    if op == 31:
+        xo = (word >> 1) & 0x3FF
+        if xo in _PPC_X_TO_RA or (xo >> 1) == 413:              # sradi (XS-form)
+            return {ra}
+        if xo in _PPC_X_STORE_UPDATE:
+            return {ra}
+        if xo in _PPC_X_LOAD_UPDATE:
+            return {rt, ra}
+        if xo in _PPC_X_NO_GPR:
+            return set()
+        return {rt}                                             # arithmetic, indexed loads, mf*
+    return set()
+
+
 def _decoder(img: Image) -> Decode:
     order = img.code_endian
 
@@ -82,6 +129,32 @@ def data_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -
     return op == 31 and (word >> 1) & 0x3FF in _PPC_X_LOADS
 
 
+def read_barrier(raw: bytes, mode: str | None, order: ByteOrder) -> bool:
+    """sync, lwsync and ptesync (sync L=0, 1, 2): Linux's smp_rmb() is lwsync on 64-bit, sync on 32-bit."""
+    return int.from_bytes(raw[:4], order) & 0xFF9FFFFF == 0x7C0004AC
+
+
+def written(raw: bytes, mode: str | None, order: ByteOrder) -> int:
+    """The general registers an instruction writes, as a mask (ppc_gprs_written)."""
+    mask = 0
+    for reg in ppc_gprs_written(int.from_bytes(raw[:4], order)):
+        mask |= 1 << reg
+    return mask
+
+
+def load_address(raw: bytes, mode: str | None, order: ByteOrder) -> tuple[int, int, int] | None:
+    """A data load (data_load): RA and D of the D-form loads, RA and DS of ld, ldu and lwa."""
+    if not data_load(raw, mode, order, False):
+        return None
+    word = int.from_bytes(raw[:4], order)
+    op, rt, ra = word >> 26, (word >> 21) & 31, (word >> 16) & 31
+    if op == 58 or op == 56:                          # DS-form (lq: DQ, whose low bits are 0 too)
+        return ra, sext(word & 0xFFFC, 16), rt
+    if op != 31:
+        return ra, sext(word & 0xFFFF, 16), rt
+    return OTHER_FORM, word & ~0x03E00000, OTHER_FORM
+
+
 ISA = Isa("powerpc", {EM_PPC: "EM_PPC", EM_PPC64: "EM_PPC64"}, _decoder, _classifier,
           dynamic_tags={EM_PPC: {DT_PPC_GOT: "PPC_GOT"}, EM_PPC64: {DT_PPC64_OPT: "PPC64_OPT"}},
-          data_load=data_load)
+          data_load=data_load, read_barrier=read_barrier, load_address=load_address, written=written)

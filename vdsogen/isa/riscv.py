@@ -5,11 +5,12 @@ a link end the flow, as c.unimp (a zero halfword, padding) does.  Hot path:
 the counter read is csrr of time or timeh (rdtime: csrrs/csrrc rd, 0xc01
 or 0xc81, x0 and the immediate forms with 0), the syscall ecall, the
 returns ret (jalr x0, 0(ra)) and c.jr ra, and the same through t0, the
-alternate link register (after sspopchk t0).  RISC-V code is little-endian.
+alternate link register (after sspopchk t0).  Audit rule K009: the
+seqcount is ordered by a fence of r before r.  RISC-V code is little-endian.
 """
 
 from vdsogen.isa.base import CALL, CJUMP, COUNTER, JUMP, OTHER, RETURN, SEQ, STOP, SYSCALL, ByteOrder, Classify, Code, \
-    Decode, Image, Insn, Isa, sext
+    Decode, Image, Insn, Isa, OTHER_FORM, sext
 
 EM_RISCV = 243
 PT_RISCV_ATTRIBUTES = 0x70000003
@@ -85,9 +86,62 @@ def data_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -
     return word & 0x7F in (0x03, 0x07, 0x2F) and (word >> 15) & 31 != 2
 
 
+def read_barrier(raw: bytes, mode: str | None, order: ByteOrder) -> bool:
+    """A fence whose predecessor and successor sets both hold r: fence r,r (Linux's smp_rmb()),
+    fence rw,rw, fence.tso."""
+    if len(raw) != 4:
+        return False
+    word = int.from_bytes(raw, "little")
+    return word & 0x707F == 0x000F and bool(word >> 25 & 1) and bool(word >> 21 & 1)
+
+
+def written(raw: bytes, mode: str | None, order: ByteOrder) -> int:
+    """The registers an instruction may write, as a mask: rd, but of stores and branches; of the
+    compressed ones rd' of the loads, rd (and rd' of the CA and CB forms) elsewhere, ra for c.jalr."""
+    value = int.from_bytes(raw, "little")
+    if len(raw) == 2:
+        quadrant, funct3 = value & 3, value >> 13
+        if quadrant == 0:
+            return 1 << (8 + ((value >> 2) & 7)) if funct3 < 4 else 0
+        if quadrant == 1 and funct3 >= 5:
+            return 0
+        mask = 1 << ((value >> 7) & 31) | 1 << 1
+        if quadrant == 1 and funct3 == 4:
+            mask |= 1 << (8 + ((value >> 7) & 7))
+        return 0 if quadrant == 2 and funct3 >= 5 else mask
+    if value & 0x7F in (0x23, 0x27, 0x63, 0x0F):     # stores, branches, fences
+        return 0
+    return 1 << ((value >> 7) & 31)
+
+
+def load_address(raw: bytes, mode: str | None, order: ByteOrder) -> tuple[int, int, int] | None:
+    """A data load (data_load): rs1 and the offset of the loads, c.lw, c.ld and c.fld."""
+    if not data_load(raw, mode, order, False):
+        return None
+    value = int.from_bytes(raw, "little")
+    if len(raw) == 2:
+        rs1, rd = 8 + ((value >> 7) & 7), 8 + ((value >> 2) & 7)
+        high = ((value >> 10) & 7) << 3
+        if value >> 13 == 2:                          # c.lw: offset[5:3] | [2] | [6]
+            return rs1, high | ((value >> 4) & 4) | ((value << 1) & 0x40), rd
+        return rs1, high | ((value << 1) & 0xC0), rd  # c.ld, c.fld: offset[5:3] | [7:6]
+    if value & 0x7F in (0x03, 0x07):
+        return (value >> 15) & 31, sext(value >> 20, 12), (value >> 7) & 31
+    return OTHER_FORM, value & ~0xF80, OTHER_FORM
+
+
+def pc_address(raw: bytes, mode: str | None, order: ByteOrder, addr: int) -> tuple[int, int] | None:
+    """auipc: rd and the address."""
+    if len(raw) != 4:
+        return None
+    word = int.from_bytes(raw, "little")
+    return ((word >> 7) & 31, addr + sext(word & 0xFFFFF000, 32)) if word & 0x7F == 0x17 else None
+
+
 ISA = Isa("riscv", {EM_RISCV: "EM_RISCV"}, _decoder, _classifier,
           segment_types={EM_RISCV: frozenset({PT_RISCV_ATTRIBUTES})},
-          data_load=data_load)
+          data_load=data_load, read_barrier=read_barrier, load_address=load_address, pc_address=pc_address,
+          written=written)
 
 
 def _compressed_rd(hw: int) -> int | None:

@@ -2,6 +2,8 @@
 
 import struct
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from vdsogen.bench import hotpath
 from vdsogen.elf import decode
@@ -10,7 +12,8 @@ from vdsogen.elf.consts import (EM_AARCH64, EM_PPC, EM_PPC64, EM_S390, EM_X86_64
 from vdsogen.elf.reader import ElfImage
 from vdsogen.isa import for_machine, s390
 from vdsogen.isa.arm64 import arm64_writes_x18
-from vdsogen.isa.base import CALL, CJUMP, COUNTER, CRETURN, JUMP, RETURN, SEQ, SYSCALL, ByteOrder
+from vdsogen.isa.powerpc import ppc_gprs_written
+from vdsogen.isa.base import CALL, CJUMP, COUNTER, CRETURN, JUMP, RETURN, SEQ, SYSCALL, ByteOrder, Isa
 from vdsogen.audit.rules import Context, Findings, rule
 
 # (address, bytes, file offset) of a stretch of code.
@@ -153,52 +156,6 @@ def arm64_x18(ctx: Context) -> Findings:
                       if len(raw) == 4 and arm64_writes_x18(int.from_bytes(raw, "little")))
 
 
-# X-form (primary opcode 31) extended opcodes whose destination is RA, not
-# RT: the logical, shift, sign-extend and count instructions.
-_PPC_X_TO_RA = {28, 60, 124, 284, 316, 412, 444, 476,      # and andc nor eqv xor orc or nand
-                24, 536, 792, 824, 27, 539, 794,            # slw srw sraw srawi sld srd srad
-                26, 58, 922, 954, 986, 122, 378, 506, 508,  # cntlzw cntlzd extsh extsb extsw popcnt* cmpb
-                538, 570}                                   # cnttzw cnttzd
-# X-form extended opcodes that write no GPR at all (stores, compares, cache,
-# barriers, moves to special registers, traps).
-_PPC_X_NO_GPR = {0, 32, 4, 68, 151, 149, 215, 407, 150, 214, 662, 918, 660, 54, 86, 982, 278, 246, 1014,
-                 598, 854, 467, 144, 146, 178, 663, 727, 695, 759, 983, 919, 951, 726, 758}
-# ... and those with update (RA written back) that store.
-_PPC_X_STORE_UPDATE = {183, 181, 247, 439, 695, 759}
-_PPC_X_LOAD_UPDATE = {55, 119, 311, 375, 53, 373}
-
-
-def ppc_gprs_written(word: int) -> set[int]:
-    """The general registers a powerpc instruction writes (a decoding for
-    the integer and load/store instructions a vDSO uses; lmw writes RT..r31)."""
-    op = word >> 26
-    rt, ra = (word >> 21) & 31, (word >> 16) & 31
-    if op in (7, 8, 12, 13, 14, 15, 32, 34, 40, 42):           # mulli subfic addic(.) addi addis lwz lbz lhz lha
-        return {rt}
-    if op in (33, 35, 41, 43):                                  # lwzu lbzu lhzu lhau
-        return {rt, ra}
-    if op in (37, 39, 45, 53, 55, 61) or (op == 62 and word & 3 == 1):   # stwu stbu sthu stfsu stfdu stfdpu stdu
-        return {ra}
-    if op == 46:                                                # lmw
-        return set(range(rt, 32))
-    if op == 58:                                                # ld ldu lwa
-        return {rt, ra} if word & 3 == 1 else {rt}
-    if op in (20, 21, 23, 24, 25, 26, 27, 28, 29, 30):          # rlw*, ori, oris, xori, xoris, andi., andis., rld*
-        return {ra}
-    if op == 31:
-        xo = (word >> 1) & 0x3FF
-        if xo in _PPC_X_TO_RA or (xo >> 1) == 413:              # sradi (XS-form)
-            return {ra}
-        if xo in _PPC_X_STORE_UPDATE:
-            return {ra}
-        if xo in _PPC_X_LOAD_UPDATE:
-            return {rt, ra}
-        if xo in _PPC_X_NO_GPR:
-            return set()
-        return {rt}                                             # arithmetic, indexed loads, mf*
-    return set()
-
-
 @rule("K004", "error", "powerpc code that Go calls must not write r30, where Go before 1.16 keeps its g pointer",
       """Go before 1.16 keeps its g pointer in r30 and reads it in a signal
       handler that may interrupt the vDSO, so the entry points it calls
@@ -314,6 +271,87 @@ def s390x_back_chain(ctx: Context) -> Findings:
 _TIME_EXPORTS = ("clock_gettime", "gettimeofday")
 
 
+class Flow:
+    """The instructions of an image as the flow walks of K008 and K009 see them:
+    decoded on demand, each (and charged to the work budget) once across the
+    walks that share `memo`."""
+
+    def __init__(self, img: ElfImage, isa: Isa, memo: dict | None = None) -> None:
+        self.img, self.isa = img, isa
+        self.dec, self.classify = isa.decoder(img), isa.classifier(img)
+        self.regions = decode.Regions(hotpath.code_regions(img))
+        self.order: ByteOrder = "big" if img.code_endian == "big" else "little"
+        self.cache = {} if memo is None else memo
+
+    def at(self, addr: int, mode: str | None) -> tuple[decode.Insn, bytes] | None:
+        """(Insn, raw bytes) at addr, or None."""
+        cache = self.cache
+        if (addr, mode) not in cache:
+            cache[addr, mode] = None
+            region = self.regions.find(addr)
+            if region is not None:
+                self.img.charge()
+                insn = self.dec(region[1], addr - region[0], addr, mode)
+                if insn is not None and insn.length > 0:
+                    cache[addr, mode] = insn, bytes(region[1][addr - region[0]:addr - region[0] + insn.length])
+        return cache[addr, mode]
+
+    def raw_at(self, addr: int, mode: str | None) -> bytes | None:
+        got = self.at(addr, mode)
+        return None if got is None else got[1]
+
+    def word_at(self, addr: int) -> int | None:
+        raw = self.raw_at(addr, None)
+        return None if raw is None or len(raw) != 4 else int.from_bytes(raw, self.order)
+
+    def has_slot(self, insn: decode.Insn, kind: str) -> bool:
+        """A branch whose delay slot runs first (MIPS), whichever way it goes."""
+        return self.isa.delay_slots and (kind in (RETURN, CRETURN) or insn.kind in (CALL, JUMP, CJUMP))
+
+    def next(self, insn: decode.Insn, kind: str, nxt: int, mode: str | None,
+             stack: tuple) -> list[tuple[int, str | None, tuple]]:
+        """(address, mode, call stack) of where the flow goes after `insn` (of hot-path class
+        `kind`), `nxt` the address after it (and its delay slot); calls are followed up to
+        hotpath's MAX_DEPTH and return to their caller."""
+        succ = []
+        if kind in (RETURN, CRETURN):
+            if stack:
+                succ.append((stack[-1][0], stack[-1][1], stack[:-1]))
+            if kind == CRETURN:
+                succ.append((nxt, mode, stack))
+        elif insn.kind == CALL and insn.target is not None:
+            to = insn.mode or mode
+            if self.isa.call_reads_pc(insn.target, nxt, self.word_at):
+                succ.append((nxt, to, stack))
+            elif len(stack) < hotpath.MAX_DEPTH:
+                succ.append((insn.target, to, stack + ((nxt, mode),)))
+        elif insn.kind == JUMP and insn.target is not None:
+            succ.append((insn.target, insn.mode or mode, stack))
+        elif insn.kind == CJUMP and insn.target is not None:
+            succ += [(insn.target, insn.mode or mode, stack), (nxt, mode, stack)]
+        elif insn.kind == SEQ:
+            succ.append((nxt, mode, stack))
+        return succ
+
+
+def time_exports(img: ElfImage) -> dict[int, str]:
+    """Entry -> its first name (aliases share the entry) of the exports of clock_gettime and
+    gettimeofday (and their 64-bit flavours)."""
+    exports: dict[int, str] = {}
+    for s in sorted(img.dynsym[1:], key=lambda s: s.name):
+        if s.defined and s.type == STT_FUNC and any(s.name.endswith((n, n + "64")) for n in _TIME_EXPORTS):
+            exports.setdefault(s.value, s.name)
+    return exports
+
+
+def flow_memo(ctx: Context) -> dict:
+    """The decoded instructions the flow walks share: the walk from the entry points, then theirs."""
+    reached(ctx)
+    if "flow" not in ctx.cache:
+        ctx.cache["flow"] = dict(ctx.cache["decoded"])
+    return ctx.cache["flow"]
+
+
 def counter_before_branch(img: ElfImage, entry: int, memo: dict | None = None) -> list[int]:
     """Addresses of counter reads that a flow from `entry` reaches after a load
     and with no conditional branch (nor a Thumb IT) since its first load; []
@@ -324,33 +362,10 @@ def counter_before_branch(img: ElfImage, entry: int, memo: dict | None = None) -
     loads = isa.data_load if isa is not None else None
     if isa is None or loads is None:
         return []
-    dec, classify = isa.decoder(img), isa.classifier(img)
-    regions = decode.Regions(hotpath.code_regions(img))
-    order: ByteOrder = "big" if img.code_endian == "big" else "little"
+    flow = Flow(img, isa, memo)
+    classify, order = flow.classify, flow.order
     long_mode = img.e_machine == EM_X86_64
     addr, mode = isa.entry(entry)
-
-    cache = {} if memo is None else memo
-
-    def decoded(addr, mode):
-        """(Insn, raw bytes) at addr, or None."""
-        if (addr, mode) not in cache:
-            cache[addr, mode] = None
-            region = regions.find(addr)
-            if region is not None:
-                img.charge()
-                insn = dec(region[1], addr - region[0], addr, mode)
-                if insn is not None and insn.length > 0:
-                    cache[addr, mode] = insn, bytes(region[1][addr - region[0]:addr - region[0] + insn.length])
-        return cache[addr, mode]
-
-    def raw_at(addr, mode):
-        got = decoded(addr, mode)
-        return None if got is None else got[1]
-
-    def word_at(addr):
-        raw = raw_at(addr, None)
-        return None if raw is None or len(raw) != 4 else int.from_bytes(raw, order)
 
     # phase 0: no load yet; 1: a load, no branch since.  A flow past a branch after a load cannot be flagged.
     work: list[tuple[int, str | None, int, tuple]] = [(addr, mode, 0, ())]
@@ -362,7 +377,7 @@ def counter_before_branch(img: ElfImage, entry: int, memo: dict | None = None) -
             continue
         seen.add(state)
         addr, mode, phase, stack = state
-        got = decoded(addr, mode)
+        got = flow.at(addr, mode)
         if got is None:
             continue
         insn, raw = got
@@ -379,9 +394,9 @@ def counter_before_branch(img: ElfImage, entry: int, memo: dict | None = None) -
             continue
         if phase == 0 and loads(raw, mode, order, long_mode):
             phase = 1
-        if isa.delay_slots and (kind in (RETURN, CRETURN) or insn.kind in (CALL, JUMP, CJUMP)):
+        if flow.has_slot(insn, kind):
             # MIPS: the delay slot runs after the branch is decided, whichever way it goes.
-            slot = raw_at(nxt, mode)
+            slot = flow.raw_at(nxt, mode)
             if slot is None or classify(slot, mode) == SYSCALL:
                 continue
             if classify(slot, mode) == COUNTER:
@@ -391,25 +406,8 @@ def counter_before_branch(img: ElfImage, entry: int, memo: dict | None = None) -
             if phase == 0 and loads(slot, mode, order, long_mode):
                 phase = 1
             nxt += len(slot)
-        succ = []
-        if kind in (RETURN, CRETURN):
-            if stack:
-                succ.append((stack[-1][0], stack[-1][1], phase, stack[:-1]))
-            if kind == CRETURN:
-                succ.append((nxt, mode, phase, stack))
-        elif insn.kind == CALL and insn.target is not None:
-            to = insn.mode or mode
-            if isa.call_reads_pc(insn.target, nxt, word_at):
-                succ.append((nxt, to, phase, stack))
-            elif len(stack) < hotpath.MAX_DEPTH:
-                succ.append((insn.target, to, phase, stack + ((nxt, mode),)))
-        elif insn.kind == JUMP and insn.target is not None:
-            succ.append((insn.target, insn.mode or mode, phase, stack))
-        elif insn.kind == CJUMP and insn.target is not None:
-            succ += [(insn.target, insn.mode or mode, phase, stack), (nxt, mode, phase, stack)]
-        elif insn.kind == SEQ:
-            succ.append((nxt, mode, phase, stack))
-        work += [s for s in succ if s not in seen]
+        work += [s for s in ((a, m, phase, st) for a, m, st in flow.next(insn, kind, nxt, mode, stack))
+                 if s not in seen]
     return sorted(found)
 
 
@@ -432,16 +430,210 @@ def counter_before_branch(img: ElfImage, entry: int, memo: dict | None = None) -
 def counter_before_mode(ctx: Context) -> Findings:
     img = ctx.image
     regions = code_regions(img)
-    exports: dict[int, str] = {}             # entry -> its first name (aliases share the entry)
-    for s in sorted(img.dynsym[1:], key=lambda s: s.name):
-        if s.defined and s.type == STT_FUNC and any(s.name.endswith((n, n + "64")) for n in _TIME_EXPORTS):
-            exports.setdefault(s.value, s.name)
     reads: dict[int, str] = {}               # counter read -> the first export that reaches it so
-    reached(ctx)
-    memo = dict(ctx.cache["decoded"])        # what the walk from the entry points decoded already
-    for value, name in sorted(exports.items()):
+    memo = flow_memo(ctx)
+    for value, name in sorted(time_exports(img).items()):
         for addr in counter_before_branch(img, value, memo):
             reads.setdefault(addr, name)
     yield from capped(((_where(regions, img, addr), f"{name}: the counter read at 0x{addr:x} runs after a load "
                                                     f"with no test in between: not after the clock mode's")
                        for addr, name in sorted(reads.items())), "counter read(s) before the clock mode test")
+
+
+# ---------------------------------------------------------------------------
+# K009: the seqcount's load ordering.  What orders loads is each ISA module's
+# read_barrier and acquire_load, what a data load reads its load_address and
+# pc_address (vdsogen/isa).
+MAX_OPEN = 32         # the most recent loads a flow keeps to pair with a later load of one address (a
+                      # read of the time data loads up to 20 fields)
+ABSOLUTE = -2         # a load's base when it reads a known address (auipc, adrp right before)
+# The flow states the walks of one image may visit, all exports together: a vDSO's need at most
+# about 2200 (vdsogen's ppc32 .so.dbg); hostile code with thousands of exports stops here.
+MAX_PAIR_STATES = 20_000
+
+Key = tuple[int, int]
+
+
+class _Open(NamedTuple):
+    """A load a later load of the same address may pair with."""
+    key: Key
+    load: int                 # its address
+    ordered: bool             # a barrier since it, or it is a load-acquire
+    early: int | None         # the first other load after it before any ordering
+    between: int | None       # the first other load after it
+
+
+class Pair(NamedTuple):
+    """A load, data loads, and the same load again (a re-read)."""
+    key: Key
+    load: int
+    reread: int
+    data: int                 # the first data load between
+    early: int | None         # a data load not ordered after the load, or None
+    late: int | None          # a data load the re-read is not ordered after, or None
+
+
+@dataclass
+class Pairs:
+    """The seqcount reads the flows from one entry show."""
+    ordered: set[Pair] = field(default_factory=set)     # with some ordering between the loads
+    bare: set[Pair] = field(default_factory=set)        # with none
+    states: int = 0                                     # the flow states visited
+
+    def clean(self) -> set[Key]:
+        """The addresses of the pairs ordered both ways."""
+        return {p.key for p in self.ordered if p.early is None and p.late is None}
+
+
+def seqcount_pairs(img: ElfImage, entry: int, memo: dict | None = None,
+                   max_states: int = MAX_PAIR_STATES) -> Pairs | None:
+    """The seqcount reads of the flows from `entry`, walking at most `max_states` flow
+    states; None where the ISA keeps loads in order (no read_barrier in vdsogen/isa).
+
+    A seqcount read is a load of the sequence, data loads, and the same load again: in
+    each flow, two loads of one address (load_address: one base register, not written in
+    between, and offset; or the address the instruction before puts in the register a load
+    reads through and into, auipc's) with other loads between.  A re-read ordered both
+    ways closes the loads made inside its pair, so the data loads of a retry loop do not
+    pair with the next pass's, across its sequence.  A load that pairs with itself, a loop back
+    to it, waits for the sequence to be even: the re-read that checks a read is another
+    load, which compares its value with the first's.  Each flow ends at a syscall or its
+    return; calls are followed."""
+    isa = for_machine(img.e_machine)
+    if isa is None or isa.read_barrier is None or isa.load_address is None:
+        return None
+    barrier, address, acquire, pc_address = isa.read_barrier, isa.load_address, isa.acquire_load, isa.pc_address
+    written = isa.written
+    flow = Flow(img, isa, memo)
+    classify, order = flow.classify, flow.order
+    pairs = Pairs()
+
+    def step(opens: tuple[_Open, ...], dirty: int | None, pc: tuple[int, int] | None, addr: int, raw: bytes,
+             mode: str | None) -> tuple[tuple[_Open, ...], int | None, tuple[int, int] | None]:
+        """The open loads, the last load since the last barrier and the register a pc-relative
+        address was just put in, after the instruction at addr."""
+        if barrier(raw, mode, order):
+            return tuple(o._replace(ordered=True) for o in opens), None, None
+        load = address(raw, mode, order)
+        if load is not None:
+            base, offset, into = load
+            key = (ABSOLUTE, pc[1] + offset) if pc is not None and base == pc[0] == into else (base, offset)
+            acq = acquire(raw, mode, order)
+            again = next((o for o in opens if o.key == key), None)
+            if again is not None:
+                clean = False
+                if again.between is not None and again.load != addr:   # not a wait: a loop back to a load
+                    pair = Pair(key, again.load, addr, again.between, again.early if again.ordered else None,
+                                dirty if again.ordered else None)
+                    (pairs.ordered if again.ordered else pairs.bare).add(pair)
+                    clean = again.ordered and pair.early is None and pair.late is None
+                # A read ordered both ways ends the loads inside it, so the data loads of a retry
+                # loop do not pair with the next pass's; the loads around it stay open.
+                opens = opens[:opens.index(again)] if clean else tuple(o for o in opens if o is not again)
+            opens = tuple(o._replace(early=addr if o.early is None and not o.ordered else o.early,
+                                     between=addr if o.between is None else o.between) for o in opens)
+            opens, dirty = (opens + (_Open(key, addr, acq, None, None),))[-MAX_OPEN:], addr
+        changed = written(raw, mode, order)
+        if changed:                                   # a load through a changed base reads elsewhere
+            opens = tuple(o for o in opens if o.key[0] < 0 or not changed >> o.key[0] & 1)
+        return opens, dirty, None if load is not None else pc_address(raw, mode, order, addr)
+
+    addr, mode = isa.entry(entry)
+    work: list[tuple] = [(addr, mode, (), None, None, ())]
+    seen: set = set()
+    while work and len(seen) < max_states:
+        state = work.pop()
+        if state in seen:
+            continue
+        seen.add(state)
+        addr, mode, opens, dirty, pc, stack = state
+        got = flow.at(addr, mode)
+        if got is None:
+            continue
+        insn, raw = got
+        kind = classify(raw, mode)
+        if kind == SYSCALL:
+            continue
+        opens, dirty, pc = step(opens, dirty, pc, addr, raw, mode)
+        nxt = addr + insn.length
+        if flow.has_slot(insn, kind):
+            slot = flow.raw_at(nxt, mode)
+            if slot is None or classify(slot, mode) == SYSCALL:
+                continue
+            opens, dirty, pc = step(opens, dirty, pc, nxt, slot, mode)
+            nxt += len(slot)
+        work += [s for s in ((a, m, opens, dirty, pc, st) for a, m, st in flow.next(insn, kind, nxt, mode, stack))
+                 if s not in seen]
+    pairs.states = len(seen)
+    return pairs
+
+
+@rule("K009", "warning", "weakly ordered ISAs: a seqcount read should order its data loads between its sequence loads",
+      """The kernel publishes the time data under a sequence count: the
+      reader loads the sequence, loads the data, and loads the sequence
+      again, retrying when it moved.  On a processor that reorders loads
+      (arm, arm64, powerpc, RISC-V, MIPS, LoongArch) that proves nothing
+      unless the data loads are ordered after the first load of the
+      sequence and before the second: Linux's smp_rmb(), which is arm64's
+      and ARMv8's dmb ishld (arm64 may load the sequence with ldar or ldapr
+      instead, for the first), ARMv7's dmb ish, powerpc's lwsync (sync on
+      32-bit), RISC-V's fence r,r, MIPS's sync and LoongArch's dbar 0x15
+      (vdsogen/isa: each ISA module's read_barrier).  Without them a reader
+      can take a torn record for a stable one, on real hardware only:
+      qemu-user on x86 never shows it.
+
+      Found from the code, in the flows from the exports of clock_gettime
+      and gettimeofday: two loads of one address (one base register, not
+      written in between, and offset) with other loads between are a load
+      and its re-read; a re-read ordered both ways closes the loads made
+      inside its pair (a retry loop's data loads do not pair with the next
+      pass's), and a load the flow loops back to (waiting for an even
+      sequence) pairs with nothing.  A function whose pairs have no
+      ordering between their loads at all orders nothing; one whose pairs
+      are all ordered on one side only misses the other side.  A function
+      with a read ordered both ways passes: what looks like a one-sided
+      pair beside it is the start of another read (the hot path's first
+      load, then the cold path's) or a re-read of the clock mode while the
+      sequence is odd.  Not judged, then: one read of a function left
+      unordered while another is right; loads of one address through two
+      registers; a function with an ordered read of anything, such as
+      MIPS's GIC counter (Linux's MIPS kernels for cores that keep loads in
+      order, without CONFIG_WEAK_ORDERING, build smp_rmb() as a compiler
+      barrier: Debian's 5kc-malta images order only their GIC reads).
+      x86 and s390 keep loads in order: the rule does not apply.  A
+      warning, as the finding comes from the shape of the code; vdsogen's
+      own images must order their reads (an error in check).""", check="error")
+def seqcount_order(ctx: Context) -> Findings:
+    img = ctx.image
+    isa = for_machine(img.e_machine)
+    if isa is None or isa.read_barrier is None:
+        return
+    regions = code_regions(img)
+    memo = flow_memo(ctx)
+    found: dict[tuple[int, str], str] = {}     # (address, what) -> message, first export that shows it
+    left = MAX_PAIR_STATES
+    for value, name in sorted(time_exports(img).items()):
+        if left <= 0:
+            break
+        pairs = seqcount_pairs(img, value, memo, left)
+        if pairs is None:
+            return
+        left -= pairs.states
+        if not pairs.ordered:
+            for p in sorted(pairs.bare):
+                found.setdefault((p.load, "bare"), f"{name}: the sequence load at 0x{p.load:x} and its re-read at "
+                                                   f"0x{p.reread:x} bracket the data load at 0x{p.data:x}, and no "
+                                                   f"seqcount read of the function orders its loads")
+            continue
+        if pairs.clean():
+            continue                           # a read ordered both ways: the others are waits, or the start
+        for p in sorted(pairs.ordered):        # of a cold path's read after the hot path's first load
+            if p.early is not None:
+                found.setdefault((p.early, "first"), f"{name}: the data load at 0x{p.early:x} is not ordered after "
+                                                     f"the sequence load at 0x{p.load:x} (re-read at 0x{p.reread:x})")
+            if p.late is not None:
+                found.setdefault((p.reread, "last"), f"{name}: the sequence re-read at 0x{p.reread:x} is not ordered "
+                                                     f"after the data load at 0x{p.late:x} (first load at "
+                                                     f"0x{p.load:x})")
+    yield from capped(((_where(regions, img, addr), message) for (addr, _what), message in sorted(found.items())),
+                      "unordered seqcount load(s)")
