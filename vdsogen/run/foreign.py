@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from vdsogen import paths
+from vdsogen.harness.driver import die_with_parent
 from vdsogen.run import RunError, cache_dir, checked_image, install_cached, runner_dir, snapshot_fd
 
 # Where the loader sits: clear of the addresses programs are linked at, and
@@ -189,7 +190,7 @@ def start_timekeeper(qemu, loader, pages):
     pages are current; it ends when its standard input does."""
     try:
         keeper = subprocess.Popen([qemu, str(loader), "--timekeeper", str(pages)], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE)
+                                  stdout=subprocess.PIPE, preexec_fn=die_with_parent)
     except OSError as e:
         raise RunError(f"{qemu}: cannot start: {e.strerror}", 1) from None
     ready, _, _ = select.select([keeper.stdout], [], [], TIMEKEEPER_START)
@@ -213,6 +214,26 @@ def stop_timekeeper(keeper):
     keeper.stdout.close()
 
 
+# What is sent to vdsogen is meant for the program (as the native supervisor forwards it).
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+
+
+def _run_forwarding(argv, fd):
+    """Run argv (qemu and the program) to its end: the signals of FORWARDED go
+    on to it, and it dies with vdsogen (PR_SET_PDEATHSIG), so that a
+    SIGKILLed vdsogen leaves no program running with a stale time page."""
+    proc = subprocess.Popen(argv, pass_fds=(fd,), preexec_fn=die_with_parent)
+    previous = {sig: signal.signal(sig, lambda signum, _frame: proc.send_signal(signum)) for sig in FORWARDED}
+    try:
+        return proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def run_foreign(target, args, syscall_counts):
     """Run [qemu, loader, image, program...] beside its timekeeper, the image a snapshot() the loader
     opens; with counts, through qemu's syscall log, in which the timekeeper (another qemu) is not.
@@ -223,7 +244,7 @@ def run_foreign(target, args, syscall_counts):
         trace = ["-d", "strace", "-D", str(log)] if syscall_counts else []
         keeper = start_timekeeper(qemu, loader, pages)
         try:
-            rc = subprocess.call([qemu, *trace, loader, str(pages), image, *argv], pass_fds=(snapshot_fd(image),))
+            rc = _run_forwarding([qemu, *trace, loader, str(pages), image, *argv], snapshot_fd(image))
         except OSError as e:
             raise RunError(f"{qemu}: cannot start: {e.strerror}", 1) from None
         finally:
