@@ -227,12 +227,13 @@ def expected_checks(target):
     return names
 
 
-def build_broken(target, outdir, edits):
+def build_broken(target, outdir, edits, env=None):
     """Build an image from the rendered sources with text replacements applied.
 
     edits: {file name: [(old, new)]}; each `old` must occur in the rendered
     file, so a change to the templates shows up here instead of silently
-    testing nothing.  No validation: the image is meant to be wrong.
+    testing nothing.  No validation: the image is meant to be wrong.  `env`
+    chooses the toolchain as the environment does (CROSS_COMPILE=, LLVM=).
     """
     files = []
     for fname, text in sources(target):
@@ -240,8 +241,21 @@ def build_broken(target, outdir, edits):
             assert old in text, f"{fname} no longer contains {old!r}: update this test's edit"
             text = text.replace(old, new)
         files.append((fname, text))
-    so, _ = build_target(target, outdir, builder=Builder(target, stream=io.StringIO()), files=files)
+    so, _ = build_target(target, outdir, builder=Builder(target, env=env, stream=io.StringIO()), files=files)
     return so
+
+
+def isolated_run_cache(tmp_path_factory):
+    """A module's own VDSOGEN_CACHE, for `vdsogen run`'s supervisor, probes
+    and images, built once per module (use it as a module-scoped fixture)."""
+    cache = tmp_path_factory.mktemp("run-cache")
+    old = os.environ.get("VDSOGEN_CACHE")
+    os.environ["VDSOGEN_CACHE"] = str(cache)
+    yield cache
+    if old is None:
+        del os.environ["VDSOGEN_CACHE"]
+    else:
+        os.environ["VDSOGEN_CACHE"] = old
 
 
 def run_broken(target, harness, image, timeout=None):

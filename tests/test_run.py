@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TARGETS
+from conftest import TARGETS, isolated_run_cache
 from vdsogen.elf.consts import EM_X86_64
 from vdsogen.elf.reader import ElfImage
 from vdsogen.harness.driver import compiler
@@ -120,17 +120,8 @@ def vdsogen(*args, env=None):
                           text=True, timeout=300)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def run_cache(tmp_path_factory):
-    """The supervisor and probes are built once, into a cache of the module's own."""
-    cache = tmp_path_factory.mktemp("run-cache")
-    old = os.environ.get("VDSOGEN_CACHE")
-    os.environ["VDSOGEN_CACHE"] = str(cache)
-    yield cache
-    if old is None:
-        del os.environ["VDSOGEN_CACHE"]
-    else:
-        os.environ["VDSOGEN_CACHE"] = old
+# The supervisor, probes and images are built once, into a cache of the module's own.
+run_cache = pytest.fixture(scope="module", autouse=True, name="run_cache")(isolated_run_cache)
 
 
 def build_id(path):

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import isolated_run_cache
 from vdsogen.elf.reader import ElfImage
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,17 +45,8 @@ while not os.path.exists(os.path.join(d, "done")):
 """
 
 
-@pytest.fixture(scope="module", autouse=True)
-def run_cache(tmp_path_factory):
-    """The supervisor, probe and image are built once, into a cache of the module's own."""
-    cache = tmp_path_factory.mktemp("run-cache")
-    old = os.environ.get("VDSOGEN_CACHE")
-    os.environ["VDSOGEN_CACHE"] = str(cache)
-    yield cache
-    if old is None:
-        del os.environ["VDSOGEN_CACHE"]
-    else:
-        os.environ["VDSOGEN_CACHE"] = old
+# The supervisor, probes and images are built once, into a cache of the module's own.
+run_cache = pytest.fixture(scope="module", autouse=True, name="run_cache")(isolated_run_cache)
 
 
 def vdsogen(*args, **kw):
