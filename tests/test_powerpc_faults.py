@@ -14,11 +14,11 @@
     syscall_map gives it (bits), checked against the map's words.
 """
 
-import struct
 
 import pytest
 
 from conftest import build_broken, elf, run_broken, vdsogen
+from test_powerpc import ftr_fixups as powerpc_fixups
 from vdsogen import paths
 from vdsogen.elf.consts import SHF_EXECINSTR
 from vdsogen.elf.reader import ElfImage
@@ -63,16 +63,8 @@ def is_mftb(w):
 
 def ftr_fixups(so):
     """The image's __ftr_fixup entries as (mask, value, start, end, alt_start, alt_end), offsets resolved."""
-    img = ElfImage(str(so))
-    sec = img.section("__ftr_fixup")
-    raw = bytes(img.section_bytes(sec))
-    fmt = ("<" if img.little else ">") + ("QQqqqq" if img.elf_class == 64 else "IIiiii")
-    size = struct.calcsize(fmt)
-    out = []
-    for i in range(0, len(raw), size):
-        mask, value, *rel = struct.unpack_from(fmt, raw, i)
-        out.append((mask, value, *(sec.offset + i + r for r in rel)))
-    return img, out
+    img, _sec, entries = powerpc_fixups(so)
+    return img, [e[1:] for e in entries]
 
 
 def timebase_reads(so):
