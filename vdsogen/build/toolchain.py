@@ -3,7 +3,8 @@
 Kernel conventions: LLVM=1 (or LLVM=-19, LLVM=/path/) selects clang and lld
 with the kernel's meaning; CROSS_COMPILE=prefix- without LLVM selects the
 GNU cross toolchain; neither selects clang-19 with lld-19.  V=1 prints
-every command instead of the one-line summaries.
+every command instead of the one-line summaries.  These progress lines go
+to standard error: a command's results go to standard output.
 
 Builds are reproducible: the compiler runs in the build directory, which
 -ffile-prefix-map rewrites to "." in the debug information (DW_AT_comp_dir,
@@ -98,7 +99,7 @@ class Builder:
         self.target = target
         self.tools = select_tools(target, env)
         self.verbose = (env.get("V", "0") not in ("", "0")) if verbose is None else verbose
-        self.stream = stream or sys.stdout
+        self.stream = stream or sys.stderr     # progress, apart from the results on standard output
 
     def log(self, tag, path, argv=None):
         if self.verbose and argv is not None:

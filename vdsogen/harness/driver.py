@@ -474,7 +474,7 @@ def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=Non
     from vdsogen.harness import layouts
 
     stream = stream or sys.stdout
-    builder = builder or Builder(target, stream=stream)
+    builder = builder or Builder(target)     # progress on standard error, the checks on `stream`
     if image is not None and not Path(image).is_file():
         raise HarnessError(f"{image}: no such image")
     choice = layouts.choose(target, image, layout)
