@@ -438,6 +438,6 @@ def test_cli_test_command(good_runs, tmp_path, capsys):
 
 
 def test_cli_reports_harness_errors(tmp_path, capsys):
-    assert cli.main(["test", "--arch", "x86_64", "--image", str(tmp_path / "missing.so")]) == 1
+    assert cli.main(["test", "--arch", "x86_64", "--image", str(tmp_path / "missing.so")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("vdsogen: ") and "no such image" in err and "Traceback" not in err
