@@ -146,8 +146,8 @@ IMAGE_KEYS = {"file", "status", "error", "abi", "elf", "size", "findings", "cons
 
 def check_schema(doc):
     """The documented schema (docs/audit.rst), version 1."""
-    assert set(doc) == {"schema_version", "tool", "profile", "exit_code", "images"}
-    assert doc["schema_version"] == SCHEMA_VERSION == 1
+    assert set(doc) == {"schema", "schema_version", "tool", "profile", "exit_code", "images"}
+    assert doc["schema_version"] == SCHEMA_VERSION == 1 and doc["schema"] == "vdsogen-audit/1"
     assert doc["profile"] in rules.PROFILES and doc["exit_code"] in (0, 1, 2)
     for image in doc["images"]:
         assert set(image) == IMAGE_KEYS
@@ -434,5 +434,5 @@ def test_docs_list_every_rule_and_the_schema():
         row = next((line for line in text.splitlines() if line.startswith(r.id + " ")), None)
         assert row is not None, r.id
         assert row.split()[1:4] == [r.severity[p] for p in rules.PROFILES], r.id
-    for key in IMAGE_KEYS | {"schema_version", "exit_code"}:
+    for key in IMAGE_KEYS | {"schema", "schema_version", "exit_code"}:
         assert f'"{key}"' in text, key

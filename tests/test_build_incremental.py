@@ -109,19 +109,19 @@ def test_make_runs_vdsogen_only_when_an_input_changes(tmp_path, project_copy):
         return subprocess.run(["make", "-C", str(tmp_path)], env=env, capture_output=True, text=True, timeout=300)
 
     first_run = make()
-    assert first_run.returncode == 0 and "LD" in first_run.stdout, first_run.stdout + first_run.stderr
+    assert first_run.returncode == 0 and "LD" in first_run.stderr, first_run.stdout + first_run.stderr
     assert "is up to date" in make().stdout
     image = tmp_path / "out" / "vdso.so"
     before = os.stat(image).st_mtime_ns
     layout = project_copy / "specs" / "layouts" / "linux-6.17-x86.toml"
     os.utime(layout, ns=(before + 10**9, before + 10**9))     # touched, same bytes
     again = make()
-    assert "vdsogen" in again.stdout and "LD" not in again.stdout, again.stdout
+    assert "vdsogen" in again.stdout and "LD" not in again.stderr, again.stdout + again.stderr
     assert os.stat(image).st_mtime_ns == before
     layout.write_text(layout.read_text().replace('name = "max_cycles", type = "u64"',
                                                  'name = "max_cycles", type = "u64"', 1) + "\n# edited\n")
     edited = make()
-    assert "LD" in edited.stdout, edited.stdout
+    assert "LD" in edited.stderr, edited.stderr
     # A comment changes no byte of the image: rebuilt, but not rewritten.
     assert os.stat(image).st_mtime_ns == before
 
@@ -133,7 +133,7 @@ def test_a_change_rebuilds(tmp_path, project_copy):
     spec = project_copy / "specs" / "x86_64.toml"
     spec.write_text(spec.read_text().replace('ordered = "lfence"', 'ordered = "rdtscp"'))
     proc = build(out, root=project_copy)
-    assert proc.returncode == 0 and "LD" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "LD" in proc.stderr, proc.stdout + proc.stderr
     assert (out / "vdso.so").read_bytes() != image
     assert b"rdtscp" not in image and "rdtscp" in (out / "src" / "vdso_arch.h").read_text()
 
@@ -144,9 +144,9 @@ def test_other_options_are_other_builds(first, tmp_path):
     copy = tmp_path / "out"
     shutil.copytree(out, copy)
     proc = build(copy, "--emit=incbin")
-    assert proc.returncode == 0 and "LD" in proc.stdout
+    assert proc.returncode == 0 and "LD" in proc.stderr
     assert (copy / "vdso-wrap.S").is_file()
-    assert build(copy, "--emit=incbin").stdout == ""
+    assert build(copy, "--emit=incbin").stderr == ""
 
 
 def test_a_deleted_or_edited_output_is_rebuilt(first, tmp_path):
@@ -154,9 +154,9 @@ def test_a_deleted_or_edited_output_is_rebuilt(first, tmp_path):
     copy = tmp_path / "out"
     shutil.copytree(out, copy)
     (copy / "vdso-image.c").unlink()
-    assert "GEN" in build(copy).stdout and (copy / "vdso-image.c").is_file()
+    assert "GEN" in build(copy).stderr and (copy / "vdso-image.c").is_file()
     (copy / "vdso.so").write_bytes(b"scribbled")
-    assert "LD" in build(copy).stdout
+    assert "LD" in build(copy).stderr
     assert (copy / "vdso.so").read_bytes() == (out / "vdso.so").read_bytes()
 
 

@@ -435,11 +435,12 @@ def test_missing_image_is_an_error(tmp_path):
 def test_cli_test_command(good_runs, tmp_path, capsys):
     _, _, _, image = good_runs("x86_64")
     assert cli.main(["test", "--arch", "x86_64", "--image", str(image), "--workdir", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    assert "  HOSTCC  " in out and re.search(r"^\d+ passed, 0 failed$", out, re.M), out
+    out, err = capsys.readouterr()
+    assert "  HOSTCC  " in err and re.search(r"^\d+ passed, 0 failed$", out, re.M), out
+    assert "  HOSTCC  " not in out
 
 
 def test_cli_reports_harness_errors(tmp_path, capsys):
-    assert cli.main(["test", "--arch", "x86_64", "--image", str(tmp_path / "missing.so")]) == 1
+    assert cli.main(["test", "--arch", "x86_64", "--image", str(tmp_path / "missing.so")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("vdsogen: ") and "no such image" in err and "Traceback" not in err

@@ -74,7 +74,8 @@ def build_validator(target: Target, so: str | os.PathLike, dbg: str | os.PathLik
     return out
 
 
-def check_file(target: Target, path: str | os.PathLike, fmt: str = "text", profile: str = "linux") -> int:
+def check_file(target: Target, path: str | os.PathLike, fmt: str = "text", profile: str = "linux",
+               quiet: bool = False) -> int:
     """Exit status: 0 clean, 1 errors, 2 unusable (the error is printed on
     standard error; with --format=json the document says so too)."""
     try:
@@ -83,4 +84,4 @@ def check_file(target: Target, path: str | os.PathLike, fmt: str = "text", profi
         if err.path != str(path):
             raise
         r = Report(str(path), status="unusable", error=err)
-    return report.render([r], profile, fmt)
+    return report.render([r], profile, fmt, command="check", quiet=quiet)

@@ -86,9 +86,12 @@ def error_message(err: ImageError) -> str:
     return text[len(where) + 2:] if text.startswith(where + ": ") else text
 
 
-def render_json(reports: Sequence[Report], profile: str, stream: TextIO | None = None) -> None:
+def render_json(reports: Sequence[Report], profile: str, stream: TextIO | None = None,
+                command: str = "audit") -> None:
+    """`command` ("audit" or "check") names the schema, vdsogen-COMMAND/1, as every command's JSON does;
+    schema_version stays for readers of the first documents."""
     stream = stream or sys.stdout
-    doc = {"schema_version": SCHEMA_VERSION, "tool": f"vdsogen {__version__}", "profile": profile,
+    doc = {"schema": f"vdsogen-{command}/{SCHEMA_VERSION}", "schema_version": SCHEMA_VERSION, "tool": f"vdsogen {__version__}", "profile": profile,
            "exit_code": exit_code(reports), "images": [report_dict(r) for r in reports]}
     json.dump(doc, stream, indent=2)
     stream.write("\n")
@@ -108,14 +111,25 @@ def finding_line(f: rules.Finding) -> str:
     return f"{f.rule} {f.severity:<7} {f.where}: {f.message}"
 
 
+def _counts(r: Report, profile: str) -> str:
+    return f"{r.count('error')} error(s), {r.count('warning')} warning(s), {r.count('info')} info (profile {profile})"
+
+
 def render_text(reports: Sequence[Report], profile: str, stream: TextIO | None = None, verbose: bool = False,
-                err_stream: TextIO | None = None) -> None:
+                err_stream: TextIO | None = None, quiet: bool = False) -> None:
+    """`quiet` (-q): of each image, only its error findings and its last line, the counts."""
     stream = stream or sys.stdout
     err_stream = err_stream or sys.stderr
     for r in reports:
         p = r.path
         if r.status == "unusable":
             print(f"vdsogen: {r.error}", file=err_stream)
+            continue
+        if quiet:
+            for f in r.findings:
+                if f.severity == "error":
+                    print(f"{p}: {finding_line(f)}", file=stream)
+            print(f"{p}: {_counts(r, profile)}", file=stream)
             continue
         size = size_of(r.image, r.detection.abi)
         print(f"{p}: {_abi_line(r)}", file=stream)
@@ -135,21 +149,21 @@ def render_text(reports: Sequence[Report], profile: str, stream: TextIO | None =
                     at = f" at 0x{x.address:x}" if x.address is not None else ""
                     detail = f": {x.detail}" if x.detail else ""
                     print(f"{p}:     {x.symbol}@{x.version} {x.status}{at}{detail}", file=stream)
-        print(f"{p}: {r.count('error')} error(s), {r.count('warning')} warning(s), {r.count('info')} info "
-              f"(profile {profile})", file=stream)
+        print(f"{p}: {_counts(r, profile)}", file=stream)
 
 
 def exit_code(reports: Sequence[Report]) -> int:
     return max((r.exit_code for r in reports), default=0)
 
 
-def render(reports: Sequence[Report], profile: str, fmt: str = "text", verbose: bool = False) -> int:
+def render(reports: Sequence[Report], profile: str, fmt: str = "text", verbose: bool = False,
+           command: str = "audit", quiet: bool = False) -> int:
     """Print the reports; returns the exit status they call for."""
     if fmt == "json":
-        render_json(reports, profile)
+        render_json(reports, profile, command=command)
         for r in reports:
             if r.status == "unusable":
                 print(f"vdsogen: {r.error}", file=sys.stderr)
     else:
-        render_text(reports, profile, verbose=verbose)
+        render_text(reports, profile, verbose=verbose, quiet=quiet)
     return exit_code(reports)

@@ -127,9 +127,9 @@ def audit_live(arch: str | None = None, profile: str = "linux") -> Report:
 
 
 def main(files: Iterable[str | os.PathLike], live: bool = False, arch: str | None = None, profile: str = "linux",
-         fmt: str = "text", verbose: bool = False) -> int:
+         fmt: str = "text", verbose: bool = False, quiet: bool = False) -> int:
     reports = []
     if live:
         reports.append(audit_live(arch, profile))
     reports += [audit_path(os.fspath(f), arch, profile) for f in files]
-    return report.render(reports, profile, fmt, verbose=verbose)
+    return report.render(reports, profile, fmt, verbose=verbose, quiet=quiet)

@@ -261,7 +261,7 @@ def _bench(target, image, workdir, builder, prefix, native, fmt, rounds, batch_u
                          f"one under {', '.join(reference_dirs()) or '$VDSOGEN_BENCH_REFERENCES'}")
     # The stripped image may have lost its .comment; vdso.so.dbg beside it keeps it.
     toolchain = built_by or _comment(_image(image)) or _comment(_symbols_for(image)) or "unknown toolchain"
-    meta = {"target": target.name, "abi": target.abi.name, "image": str(image), "toolchain": toolchain,
+    meta = {"schema": "vdsogen-bench/1", "target": target.name, "abi": target.abi.name, "image": str(image), "toolchain": toolchain,
             "native": native, "kernel": os.uname().release if native else None,
             "rounds": rounds, "batch_us": batch_us}
     if fmt == "json":

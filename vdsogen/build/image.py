@@ -113,13 +113,15 @@ def _build(target, outdir, builder, validate, files, emit, emit_name):
 
 
 def build_images(names, out, specs=None, emit=(), emit_name=DEFAULT_NAME, kconfig=None, depfile_path=None,
-                 env=None, validate=None, test_counter=False):
+                 env=None, validate=None, test_counter=False, report=None):
     """`vdsogen build`: each target into `out` (into out/T with several).
 
     Targets whose outputs are up to date are not touched; the others are
     all loaded and rendered before anything is written.  With
     `depfile_path`, writes the make rule of every output's inputs.  With
     `test_counter`, the test builds (Target.test_build: an injected counter).
+    `report`, a list, gets one dict per target: its directory, its outputs
+    and whether they were built or were up to date (`vdsogen build --format=json`).
     """
     env = dict(os.environ if env is None else env)
     check_kinds(emit, emit_name)
@@ -127,6 +129,7 @@ def build_images(names, out, specs=None, emit=(), emit_name=DEFAULT_NAME, kconfi
     requests = {n: depfile.Request(n, specs, kconfig, tuple(emit), emit_name, env, test_counter) for n in names}
     states = {n: depfile.current(outdirs[n], requests[n]) for n in names}
     todo = [n for n in names if states[n] is None]
+    built = set()
     if todo:
         from vdsogen.gen.render import sources
         from vdsogen.spec.model import load_target
@@ -145,9 +148,13 @@ def build_images(names, out, specs=None, emit=(), emit_name=DEFAULT_NAME, kconfi
                 depfile.forget(outdir)
                 build_target(t, outdir, builder=Builder(t, env), validate=validate, files=files,
                              emit=emit, emit_name=emit_name, lock=False)
+                built.add(t.name)
                 states[t.name] = depfile.record(outdir, requests[t.name], t)
     if depfile_path is not None:
         shown = [os.path.normpath(os.path.join(out, n) if len(names) > 1 else out) for n in names]
         targets = [os.path.join(d, o) for d, n in zip(shown, names) for o in requests[n].outputs()]
         depfile.write_depfile(depfile_path, targets, [states[n] for n in names], [requests[n] for n in names])
+    if report is not None:
+        report += [{"target": n, "dir": str(outdirs[n]), "status": "built" if n in built else "up to date",
+                    "outputs": [str(outdirs[n] / o) for o in requests[n].outputs()]} for n in names]
     return 0

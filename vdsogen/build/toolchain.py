@@ -3,7 +3,10 @@
 Kernel conventions: LLVM=1 (or LLVM=-19, LLVM=/path/) selects clang and lld
 with the kernel's meaning; CROSS_COMPILE=prefix- without LLVM selects the
 GNU cross toolchain; neither selects clang-19 with lld-19.  V=1 prints
-every command instead of the one-line summaries.
+every command instead of the one-line summaries.  These progress lines go
+to standard error (a command's results go to standard output);
+the -q of `vdsogen build`, `test` and `bench` silences them, their -v is
+V=1 (set_verbosity).
 
 Builds are reproducible: the compiler runs in the build directory, which
 -ffile-prefix-map rewrites to "." in the debug information (DW_AT_comp_dir,
@@ -17,6 +20,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,6 +91,24 @@ def select_tools(target, env=None):
     return Tools("gnu", (p.cc,), (p.cc, *tc.link_gnu_flags), (), p.objcopy, f"{p.cc} + {p.linker}")
 
 
+# The command line's -q ("quiet": no progress lines) or -v ("verbose": every
+# command, as V=1); None: V= decides.
+_VERBOSITY: ContextVar[str | None] = ContextVar("verbosity", default=None)
+VERBOSITIES = ("quiet", "verbose")
+
+
+def set_verbosity(level: str | None) -> Token:
+    """Make the Builders created from now on quiet or verbose (VERBOSITIES), or leave it to V= (None);
+    returns a token for reset_verbosity."""
+    if level is not None and level not in VERBOSITIES:
+        raise ValueError(f"verbosity {level!r}: not one of {', '.join(VERBOSITIES)}")
+    return _VERBOSITY.set(level)
+
+
+def reset_verbosity(token: Token) -> None:
+    _VERBOSITY.reset(token)
+
+
 def _require(program):
     if shutil.which(program) is None:
         raise BuildError(f"{program}: not found (run scripts/setup.sh, or set LLVM= / CROSS_COMPILE=)")
@@ -97,10 +119,16 @@ class Builder:
         env = os.environ if env is None else env
         self.target = target
         self.tools = select_tools(target, env)
-        self.verbose = (env.get("V", "0") not in ("", "0")) if verbose is None else verbose
-        self.stream = stream or sys.stdout
+        level = _VERBOSITY.get()
+        self.quiet = level == "quiet"
+        if verbose is None:
+            verbose = level == "verbose" or (level is None and env.get("V", "0") not in ("", "0"))
+        self.verbose = verbose
+        self.stream = stream or sys.stderr     # progress, apart from the results on standard output
 
     def log(self, tag, path, argv=None):
+        if self.quiet:
+            return
         if self.verbose and argv is not None:
             print(shlex.join(argv), file=self.stream, flush=True)
         else:

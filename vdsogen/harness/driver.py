@@ -250,6 +250,9 @@ class Outcome:
     """What one harness run printed: check names by verdict, and its summary."""
 
     def __init__(self):
+        self.checks = {}       # name -> [verdict ("passed", "failed", "not run"), message], in order
+        self.diagnostics = []  # the "#" lines
+        self.layout = None     # the line saying which data-page layout the run played
         self.passed = []
         self.failed = {}       # name -> detail of its (first) FAIL line
         self.fail_lines = 0
@@ -265,16 +268,24 @@ class Outcome:
         if line.startswith("ok "):
             self.last = line[3:].strip()
             self.passed.append(self.last)
+            self.checks.setdefault(self.last, ["passed", ""])
         elif line.startswith("FAIL "):
             name, _, detail = line[5:].partition(": ")
             self.last = name.strip()
             self.failed.setdefault(self.last, detail)
             self.fail_lines += 1
+            if self.checks.get(self.last, ["passed"])[0] == "passed":
+                self.checks[self.last] = ["failed", detail]
         elif line.startswith("not run "):
-            self.not_run.append(line[8:].partition(": ")[0].strip())
+            name, _, why = line[8:].partition(": ")
+            self.not_run.append(name.strip())
+            self.checks.setdefault(name.strip(), ["not run", why])
         elif line.startswith(STOPPED_IN):
             self.stopped_in = line[len(STOPPED_IN):].strip()
-        elif line.startswith("#") or not line.strip():
+            self.diagnostics.append(line)
+        elif line.startswith("#"):
+            self.diagnostics.append(line)
+        elif not line.strip():
             pass
         elif m := SUMMARY.fullmatch(line.strip()):
             self.summary = (int(m[1]), int(m[2]))
@@ -446,6 +457,7 @@ def _verdict(rc, outcome, stream):
         problem = f"the harness exited with status {rc}"
     if problem:
         print(f"FAIL harness: {problem}", file=stream, flush=True)
+        outcome.checks.setdefault("harness", ["failed", problem])
         return 1
     return 0 if rc == 0 and not outcome.failed else 1
 
@@ -474,7 +486,7 @@ def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=Non
     from vdsogen.harness import layouts
 
     stream = stream or sys.stdout
-    builder = builder or Builder(target, stream=stream)
+    builder = builder or Builder(target)     # progress on standard error, the checks on `stream`
     if image is not None and not Path(image).is_file():
         raise HarnessError(f"{image}: no such image")
     choice = layouts.choose(target, image, layout)
@@ -488,7 +500,9 @@ def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=Non
             workdir = stack.enter_context(scratch_dir(f"test-{target.name}"))
         # Each racing writer (the time page's, each clock mode's page's) soaks in turn.
         timeout += soak * (1 + len(target.counter.modes))
-        return _run_in(target, image, Path(workdir), builder, stream, timeout, bench, aux_clocks, soak)
+        rc, outcome = _run_in(target, image, Path(workdir), builder, stream, timeout, bench, aux_clocks, soak)
+        outcome.layout = choice.line if choice is not None else None
+        return rc, outcome
 
 
 def _run_in(target, image, workdir, builder, stream, timeout, bench, aux_clocks, soak):
