@@ -89,7 +89,7 @@ say BUILT "bzImage in ${build_s} s; vDSO $IMAGE, build-id $BUILD_ID"
 # `vdsogen run --arch=x32 -- vdsogen-probe` would (vdsogen/run/__init__.py).
 X32=$RUN/x32
 say VDSOGEN "x32 image (docs/kernel/x32.toml) in $X32"
-"$VDSOGEN" build --arch=x32 --specs="$ROOT/docs/kernel" --kconfig="$OBJ/.config" --out="$X32" >/dev/null
+"$VDSOGEN" build -q --arch=x32 --specs="$ROOT/docs/kernel" --kconfig="$OBJ/.config" --out="$X32"
 X32_IMAGE=$X32/vdso.so
 X32_BUILD_ID=$(readelf -n "$X32_IMAGE" | awk '/Build ID/ { print $3 }')
 # The data pages below the image, as `vdsogen run` passes them (the model's,

@@ -5,4 +5,6 @@ set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 sh "$ROOT/scripts/setup.sh"
 cd "$ROOT"
+# `make -s test` must not make the vdsogen the tests run silent (vdsogen honours make -s).
+unset MAKEFLAGS MFLAGS MAKELEVEL
 exec "$ROOT/.venv/bin/python" -m pytest -q -n "${JOBS:-$(nproc)}" "$@"

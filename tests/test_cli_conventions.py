@@ -258,3 +258,17 @@ def test_bench_json_names_its_schema(good_image, capsys):
     doc = _json(out, "vdsogen-bench/1")
     assert doc["target"] == "x86_64" and doc["lines"]
     assert "  HOSTCC " in err
+
+
+@pytest.mark.parametrize("makeflags, silent", [("s", True), ("rRs", True), ("s -j2 --no-print-directory", True),
+                                               ("-j2", False), ("", False), ("--no-print-directory", False),
+                                               (" --jobserver-auth=3,4", False)])
+def test_make_s_silences_the_progress_lines(makeflags, silent):
+    """Under `make -s` (MAKEFLAGS "s..."), as kbuild's quiet=silent_, no progress lines."""
+    from vdsogen.build.toolchain import make_silent
+    assert make_silent({"MAKEFLAGS": makeflags}) == silent
+
+
+def test_build_under_make_s_prints_nothing(tmp_path):
+    proc = vdsogen("build", "--arch=x86_64", f"--out={tmp_path}", env={"MAKEFLAGS": "s"})
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == "", proc.stdout + proc.stderr

@@ -109,6 +109,13 @@ def reset_verbosity(token: Token) -> None:
     _VERBOSITY.reset(token)
 
 
+def make_silent(env) -> bool:
+    """Run by `make -s` (or .SILENT): MAKEFLAGS' first word, its one-letter
+    flags, holds an s, as kbuild tests it.  Then progress lines are not printed."""
+    flags = ("-" + env.get("MAKEFLAGS", "")).split()[0]
+    return "s" in flags and not flags.startswith("--")
+
+
 def _require(program):
     if shutil.which(program) is None:
         raise BuildError(f"{program}: not found (run scripts/setup.sh, or set LLVM= / CROSS_COMPILE=)")
@@ -120,7 +127,7 @@ class Builder:
         self.target = target
         self.tools = select_tools(target, env)
         level = _VERBOSITY.get()
-        self.quiet = level == "quiet"
+        self.quiet = level == "quiet" or (level is None and make_silent(env))
         if verbose is None:
             verbose = level == "verbose" or (level is None and env.get("V", "0") not in ("", "0"))
         self.verbose = verbose
