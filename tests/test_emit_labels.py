@@ -150,7 +150,7 @@ def test_an_unknown_emit_key_names_file_and_key(tmp_path):
 
 def test_a_label_of_no_symbol_is_one_line_naming_file_and_key(tmp_path):
     path = spec_with(tmp_path, 'vdso64_rt_sigtramp = "__kernel_sigtramp_rt46"\n')
-    proc = vdsogen("build", "--arch=ppc64le", f"--specs={tmp_path}", f"--out={tmp_path / 'out'}", "--emit=c")
+    proc = vdsogen("build", "-q", "--arch=ppc64le", f"--specs={tmp_path}", f"--out={tmp_path / 'out'}", "--emit=c")
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip() == (f"vdsogen: {path}: emit.labels.vdso64_rt_sigtramp: no symbol "
                                    "'__kernel_sigtramp_rt46' in vdso.so.dbg (did you mean '__kernel_sigtramp_rt64'?)")
