@@ -272,7 +272,10 @@ static void strike(void)
 
 static volatile sig_atomic_t in_entered;
 
-/* After each instruction: count the image's; strike before the chosen one, then stop stepping; also once the call returned. */
+/*
+ * After each instruction: count the image's and strike before the chosen
+ * one, then stop stepping; stop too once the call has returned.
+ */
 static void on_step(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
