@@ -196,7 +196,7 @@ def test_cfi_ranges_are_pyelftools_fdes(built):
     with open(so, "rb") as f:
         fdes = [e for e in ELFFile(f).get_dwarf_info().EH_CFI_entries() if type(e).__name__ == "FDE"]
         want = sorted((e.header.initial_location, e.header.initial_location + e.header.address_range) for e in fdes)
-    assert sorted((lo, hi) for lo, hi, _s in diff.eh_frame_ranges(ElfImage(so))) == want
+    assert sorted((lo, hi) for lo, hi, _s in diff.fde_ranges(ElfImage(so))) == want
     assert want
 
 

@@ -1,99 +1,18 @@
 """Rules that compare an image with what its target spec promises."""
 
 from vdsogen.elf import decode
+from vdsogen.elf.cfi import fde_ranges
 from vdsogen.elf.consts import EM_ARM
 from vdsogen.elf.reader import ElfImage, Unreadable
 from vdsogen.audit.rules import Context, Findings, rule
 from vdsogen.audit.rules.code import code_regions
 
 
-def _uleb(data, at):
-    value = shift = 0
-    while at < len(data):
-        b = data[at]
-        at += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            break
-    return value, at
-
-
-def _pointer(data, at, enc, img, field_addr):
-    """(value, next offset) of a DW_EH_PE-encoded pointer, or (None, at) for
-    an encoding this reader does not follow."""
-    fmt = enc & 0x0F
-    sizes = {0x00: img.wsize, 0x02: 2, 0x03: 4, 0x04: 8, 0x0A: 2, 0x0B: 4, 0x0C: 8}
-    if fmt == 0x01:
-        value, end = _uleb(data, at)
-    elif fmt in sizes:
-        end = at + sizes[fmt]
-        value = int.from_bytes(data[at:end], img.endian, signed=fmt >= 0x08)
-    else:
-        return None, at
-    if enc & 0x70 == 0x10:
-        value += field_addr
-    elif enc & 0x70:
-        return None, end
-    return value & ((1 << (8 * img.wsize)) - 1), end
-
-
 def signal_frames(img: ElfImage) -> list[tuple[int, int]]:
     """[start, end) of every .eh_frame FDE whose CIE marks a signal frame
     (augmentation "S"): unwinders that find one unwind through the frame by
-    its CFI, whatever the trampoline's bytes.  Computed once per image."""
-    return img._cached("signal_frames", lambda: _signal_frames(img))
-
-
-def _signal_frames(img):
-    sec = img.section(".eh_frame")
-    if sec is None:
-        return []
-    data = bytes(img.section_bytes(sec))
-    out: list[tuple[int, int]] = []
-    try:
-        _walk_frames(img, sec, data, out)
-    except IndexError:
-        pass                                     # a truncated record ends the walk: keep what it found
-    return out
-
-
-def _walk_frames(img, sec, data, out):
-    cies: dict[int, tuple[bool, int]] = {}       # offset -> (signal frame, pointer encoding)
-    at = 0
-    while at + 8 <= len(data):
-        img.charge()
-        length = int.from_bytes(data[at:at + 4], img.endian)
-        if length in (0, 0xFFFFFFFF):
-            break                                # the terminator, or 64-bit DWARF (no vDSO has it)
-        body, end = at + 4, at + 4 + length
-        cie_id = int.from_bytes(data[body:body + 4], img.endian)
-        if cie_id == 0:
-            aug_end = data.find(b"\0", body + 5, end)
-            aug = data[body + 5:aug_end].decode("ascii", "replace") if aug_end > 0 else ""
-            enc, p = 0, aug_end + 1
-            if aug.startswith("z"):
-                _, p = _uleb(data, p)                 # code alignment
-                _, p = _uleb(data, p)                 # data alignment (as unsigned: skipped)
-                p += 1 if data[body + 4] == 1 else _uleb(data, p)[1] - p   # return column
-                _, p = _uleb(data, p)                 # augmentation length
-                for c in aug[1:]:
-                    if c == "R":
-                        enc = data[p]
-                        p += 1
-                    elif c == "P":
-                        _, p = _pointer(data, p + 1, data[p], img, sec.addr + p + 1)
-                    elif c == "L":
-                        p += 1
-            cies[at] = ("S" in aug, enc)
-        else:
-            signal, enc = cies.get(body - cie_id, (False, 0))
-            if signal:
-                start, p = _pointer(data, body + 4, enc, img, sec.addr + body + 4)
-                size, _ = _pointer(data, p, enc & 0x0F, img, 0)
-                if start is not None and size is not None:
-                    out.append((start, start + size))
-        at = end
+    its CFI, whatever the trampoline's bytes."""
+    return [(lo, hi) for lo, hi, signal in fde_ranges(img) if signal]
 
 
 def _words(img, addr, count):
