@@ -19,10 +19,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from vdsogen import paths
+from vdsogen.fsutil import scratch_dir
 from vdsogen.harness.driver import die_with_parent
 from vdsogen.run import RunError, cache_dir, checked_image, install_cached, runner_dir, snapshot_fd
 
@@ -239,7 +239,7 @@ def run_foreign(target, args, syscall_counts):
     opens; with counts, through qemu's syscall log, in which the timekeeper (another qemu) is not.
     Returns the program's exit status."""
     qemu, loader, image, argv = args[0], args[1], args[2], args[3:]
-    with tempfile.TemporaryDirectory(prefix="vdsogen-run-") as tmp:
+    with scratch_dir("run") as tmp:
         log, pages = Path(tmp) / "strace", Path(tmp) / "pages"
         trace = ["-d", "strace", "-D", str(log)] if syscall_counts else []
         keeper = start_timekeeper(qemu, loader, pages)
