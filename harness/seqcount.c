@@ -263,11 +263,10 @@ static void strike(void)
 
 #ifdef __x86_64__
 #define IN_IP	REG_RIP
-#define IN_FLAGS	REG_EFL
 #else
 #define IN_IP	REG_EIP
-#define IN_FLAGS	REG_EFL
 #endif
+#define IN_FLAGS	REG_EFL
 #define EFLAGS_TF	0x100UL
 
 static volatile sig_atomic_t in_entered;
