@@ -1,0 +1,322 @@
+/*
+ * The test driver of arch/ARCH/chacha20.S.j2 (tests/test_chacha.py links it
+ * with the rendered routine and runs it under qemu-user).
+ *
+ * It checks __arch_chacha20_blocks_nostack against RFC 8439's vectors and
+ * against the reference below for many block counts and counters, that it
+ * writes nothing outside dst[0, 64 * nblocks) and the counter, and what it
+ * leaves on the stack: every call runs on a stack of the driver's own,
+ * filled with a canary, through a shim (call_on) that switches to it and
+ * loads the callee-saved registers with a marker first.  After the call no
+ * word of that stack may hold a key word, a word of any intermediate state
+ * or of the keystream; with -DSTACKLESS no word may have changed at all.
+ * The first failure is printed ("FAIL: ..."), and the exit status is 1.
+ * With an argument, it prints the keystream of that test (see `dump`).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef uint8_t u8;
+typedef uint32_t u32;
+typedef uint64_t u64;
+
+void __arch_chacha20_blocks_nostack(u8 *dst, const u32 *key, u32 *counter, size_t nblocks);
+
+#define MAX_BLOCKS 64
+#define CANARY 0xc5u		/* the stack's fill byte */
+#define MARKER 0x5a5a5a5au	/* what the callee-saved registers hold */
+
+/* --- the reference --------------------------------------------------------- */
+
+/* The key words, and every word of the state after each double round and of the keystream. */
+static u32 secrets[MAX_BLOCKS * 16 * 22 + 8];
+static size_t nsecrets;
+
+static u32 rotl(u32 x, int n)
+{
+	return x << n | x >> (32 - n);
+}
+
+static void quarter(u32 *x, int a, int b, int c, int d)
+{
+	x[a] += x[b]; x[d] = rotl(x[d] ^ x[a], 16);
+	x[c] += x[d]; x[b] = rotl(x[b] ^ x[c], 12);
+	x[a] += x[b]; x[d] = rotl(x[d] ^ x[a], 8);
+	x[c] += x[d]; x[b] = rotl(x[b] ^ x[c], 7);
+}
+
+static void note(const u32 *x)
+{
+	for (int i = 0; i < 16 && nsecrets < sizeof(secrets) / sizeof(secrets[0]); i++)
+		secrets[nsecrets++] = x[i];
+}
+
+/* One block of any input state (RFC 8439, 2.3), out in little-endian bytes. */
+static void ref_block(const u32 in[16], u8 out[64])
+{
+	u32 x[16];
+
+	memcpy(x, in, sizeof(x));
+	for (int i = 0; i < 10; i++) {
+		quarter(x, 0, 4, 8, 12); quarter(x, 1, 5, 9, 13);
+		quarter(x, 2, 6, 10, 14); quarter(x, 3, 7, 11, 15);
+		note(x);
+		quarter(x, 0, 5, 10, 15); quarter(x, 1, 6, 11, 12);
+		quarter(x, 2, 7, 8, 13); quarter(x, 3, 4, 9, 14);
+		note(x);
+	}
+	for (int i = 0; i < 16; i++) {
+		x[i] += in[i];
+		for (int b = 0; b < 4; b++)
+			out[4 * i + b] = (u8)(x[i] >> 8 * b);
+	}
+	note(x);
+}
+
+static void ref_state(u32 s[16], const u32 key[8], u64 counter)
+{
+	static const u32 sigma[4] = { 0x61707865, 0x3320646e, 0x79622d32, 0x6b206574 };
+
+	memcpy(s, sigma, sizeof(sigma));
+	memcpy(s + 4, key, 8 * sizeof(u32));
+	s[12] = (u32)counter;
+	s[13] = (u32)(counter >> 32);
+	s[14] = s[15] = 0;
+}
+
+/* What the routine must do, by the reference; the key words are secrets too. */
+static void ref_blocks(u8 *dst, const u32 key[8], u32 counter[2], size_t nblocks)
+{
+	u64 c = (u64)counter[1] << 32 | counter[0];
+	u32 s[16];
+
+	nsecrets = 0;
+	for (int i = 0; i < 8; i++)
+		secrets[nsecrets++] = key[i];
+	for (size_t i = 0; i < nblocks; i++) {
+		ref_state(s, key, c++);
+		ref_block(s, dst + 64 * i);
+	}
+	counter[0] = (u32)c;
+	counter[1] = (u32)(c >> 32);
+}
+
+/* --- the call, on a stack of our own ------------------------------------- */
+
+#define STACK_BYTES 8192
+#define ABOVE_SP 1024		/* the caller's frame: save areas the callee may use */
+static u64 stack[STACK_BYTES / 8] __attribute__((aligned(64)));
+
+/*
+ * call_on(sp, dst, key, counter, n): the routine called with sp as its
+ * stack pointer, every callee-saved register but the one that keeps the
+ * driver's own sp holding MARKER, so that what a routine saves of them is
+ * no secret.  The registers it may change are clobbers.
+ */
+#if defined(__aarch64__)
+#define SHIM_WRITES 0
+static void call_on(void *sp, u8 *dst, const u32 *key, u32 *counter, size_t n)
+{
+	register u8 *x0 __asm__("x0") = dst;
+	register const u32 *x1 __asm__("x1") = key;
+	register u32 *x2 __asm__("x2") = counter;
+	register size_t x3 __asm__("x3") = n;
+
+	__asm__ volatile(
+		"mov x19, sp\n\t"
+		"mov sp, %4\n\t"
+		"movz x20, #0x5a5a\n\tmovk x20, #0x5a5a, lsl #16\n\t"
+		"movk x20, #0x5a5a, lsl #32\n\tmovk x20, #0x5a5a, lsl #48\n\t"
+		"mov x21, x20\n\tmov x22, x20\n\tmov x23, x20\n\tmov x24, x20\n\t"
+		"mov x25, x20\n\tmov x26, x20\n\tmov x27, x20\n\tmov x28, x20\n\tmov x29, x20\n\t"
+		"fmov d8, x20\n\tfmov d9, x20\n\tfmov d10, x20\n\tfmov d11, x20\n\t"
+		"fmov d12, x20\n\tfmov d13, x20\n\tfmov d14, x20\n\tfmov d15, x20\n\t"
+		"bl __arch_chacha20_blocks_nostack\n\t"
+		"mov sp, x19"
+		: "+r"(x0), "+r"(x1), "+r"(x2), "+r"(x3)
+		: "r"(sp)
+		: "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14", "x15",
+		  "x16", "x17", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27",
+		  "x28", "x29", "x30",
+		  "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11",
+		  "v12", "v13", "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22",
+		  "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31", "cc", "memory");
+}
+#else
+#error "no call_on for this architecture"
+#endif
+
+/* --- the checks ------------------------------------------------------------ */
+
+static int failed;
+
+static void fail(const char *what, size_t n, u64 counter, long at)
+{
+	if (!failed)
+		printf("FAIL: %s (nblocks %zu, counter %#llx, at %ld)\n", what, n,
+		       (unsigned long long)counter, at);
+	failed = 1;
+}
+
+static int secret(u32 w)
+{
+	for (size_t i = 0; i < nsecrets; i++)
+		if (secrets[i] == w)
+			return 1;
+	return 0;
+}
+
+#define GUARD 64
+static u8 out[GUARD + 64 * MAX_BLOCKS + 8 + GUARD];
+static u8 want[64 * MAX_BLOCKS];
+
+/*
+ * One call at dst = out + GUARD + misalign: its keystream, counter and key
+ * against the reference, the bytes around dst, the stack.
+ */
+static void check(const u32 key[8], u64 counter, size_t n, size_t misalign)
+{
+	u32 k[8], c[2] = { (u32)counter, (u32)(counter >> 32) }, rc[2] = { c[0], c[1] };
+	u8 *dst = out + GUARD + misalign;
+	u8 *top = (u8 *)stack + STACK_BYTES - ABOVE_SP;
+
+	memcpy(k, key, sizeof(k));
+	ref_blocks(want, key, rc, n);
+	memset(out, 0xee, sizeof(out));
+	memset(stack, CANARY, sizeof(stack));
+	call_on(top, dst, k, c, n);
+
+	if (memcmp(dst, want, 64 * n))
+		fail("keystream differs from the reference", n, counter, 0);
+	for (size_t i = 0; i < sizeof(out); i++)
+		if ((out + i < dst || out + i >= dst + 64 * n) && out[i] != 0xee)
+			fail("a byte outside dst[0, 64 * nblocks) written", n, counter, (long)(out + i - dst));
+	if (c[0] != rc[0] || c[1] != rc[1])
+		fail("counter not advanced by nblocks", n, counter, 0);
+	if (memcmp(k, key, sizeof(k)))
+		fail("key changed", n, counter, 0);
+	for (size_t i = 0; i < STACK_BYTES / 4; i++) {
+		u32 w;
+		long off = (long)(4 * i) - (long)(STACK_BYTES - ABOVE_SP);
+
+		memcpy(&w, (u8 *)stack + 4 * i, 4);
+		if (w == CANARY * 0x01010101u || (off < 0 && off >= -SHIM_WRITES))
+			continue;
+		if (secret(w))
+			fail("a secret word on the stack (offset from sp)", n, counter, off);
+#ifdef STACKLESS
+		fail("the stack written (offset from sp)", n, counter, off);
+#endif
+	}
+}
+
+/* RFC 8439 A.1, test vectors 1-4: key, counter (the nonce is zero), block. */
+static const struct {
+	u8 key[32];
+	u64 counter;
+	const char *block;
+} a1[] = {
+	{ { 0 }, 0, "76b8e0ada0f13d90405d6ae55386bd28bdd219b8a08ded1aa836efcc8b770dc7"
+		    "da41597c5157488d7724e03fb8d84a376a43b8f41518a11cc387b669b2ee6586" },
+	{ { 0 }, 1, "9f07e7be5551387a98ba977c732d080dcb0f29a048e3656912c6533e32ee7aed"
+		    "29b721769ce64e43d57133b074d839d531ed1f28510afb45ace10a1f4b794d6f" },
+	{ { [31] = 1 }, 1, "3aeb5224ecf849929b9d828db1ced4dd832025e8018b8160b82284f3c949aa5a"
+			   "8eca00bbb4a73bdad192b5c42f73f2fd4e273644c8b36125a64addeb006c13a0" },
+	{ { [1] = 0xff }, 2, "72d54dfbf12ec44b362692df94137f328fea8da73990265ec1bbbea1ae9af0ca"
+			     "13b25aa26cb4a648cb9b9d1be65b2c0924a66c54d545ec1b7374f4872e99f096" },
+};
+
+/* RFC 8439 2.3.2: the state (its nonce is not zero) and its block. */
+static const u32 s232[16] = {
+	0x61707865, 0x3320646e, 0x79622d32, 0x6b206574, 0x03020100, 0x07060504, 0x0b0a0908, 0x0f0e0d0c,
+	0x13121110, 0x17161514, 0x1b1a1918, 0x1f1e1d1c, 0x00000001, 0x09000000, 0x4a000000, 0x00000000,
+};
+static const char b232[] = "10f1e7e4d13b5915500fdd1fa32071c4c7d1f4c733c068030422aa9ac3d46c4e"
+			   "d2826446079faa0914c2d705d98b02a2b5129cd1de164eb9cbd083e8a2503c4e";
+
+static void unhex(const char *s, u8 *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned v;
+		sscanf(s + 2 * i, "%2x", &v);
+		b[i] = (u8)v;
+	}
+}
+
+static void words(const u8 *b, u32 *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		w[i] = b[4 * i] | b[4 * i + 1] << 8 | b[4 * i + 2] << 16 | (u32)b[4 * i + 3] << 24;
+}
+
+/* `dump N`: the keystream of N blocks, key 00 01 .. 1f, from counter 2^32 - 3, in hex. */
+static int dump(size_t n)
+{
+	u8 kb[32];
+	u32 key[8], c[2] = { 0xfffffffd, 0 };
+
+	for (int i = 0; i < 32; i++)
+		kb[i] = (u8)i;
+	words(kb, key, 8);
+	memset(stack, CANARY, sizeof(stack));
+	call_on((u8 *)stack + STACK_BYTES - ABOVE_SP, out, key, c, n);
+	for (size_t i = 0; i < 64 * n; i++)
+		printf("%02x", out[i]);
+	printf("\n%08x%08x\n", c[1], c[0]);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const size_t counts[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 31, 63, 64 };
+	static const u64 counters[] = { 0, 1, 0xfffffffe, 0xffffffff, 0x00000001fffffffdull,
+					0x0900000000000001ull, 0xfffffffffffffffeull };
+	u8 b[64], kb[32];
+	u32 key[8];
+
+	if (argc > 1)
+		return dump((size_t)atoi(argv[1]));
+
+	/* the reference, against the RFC's block of a state with a nonce */
+	unhex(b232, b, 64);
+	ref_block(s232, want);
+	if (memcmp(want, b, 64))
+		fail("the reference fails RFC 8439 2.3.2", 1, 1, 0);
+
+	/* the routine, against the RFC's blocks of a zero nonce */
+	for (size_t i = 0; i < sizeof(a1) / sizeof(a1[0]); i++) {
+		u32 c[2] = { (u32)a1[i].counter, 0 };
+
+		words(a1[i].key, key, 8);
+		unhex(a1[i].block, b, 64);
+		memset(stack, CANARY, sizeof(stack));
+		call_on((u8 *)stack + STACK_BYTES - ABOVE_SP, out, key, c, 1);
+		if (memcmp(out, b, 64) || c[0] != a1[i].counter + 1)
+			fail("RFC 8439 A.1 test vector", 1, a1[i].counter, (long)i + 1);
+	}
+
+	/* 2.3.2's key and counter, its nonce word 13 as the counter's high word */
+	for (int i = 0; i < 32; i++)
+		kb[i] = (u8)i;
+	words(kb, key, 8);
+	for (size_t n = 0; n < sizeof(counts) / sizeof(counts[0]); n++)
+		for (size_t c = 0; c < sizeof(counters) / sizeof(counters[0]); c++)
+			check(key, counters[c], counts[n], (n + c) % 8);
+
+	/* other keys: all ones, and one of every byte value's neighbours */
+	memset(kb, 0xff, sizeof(kb));
+	words(kb, key, 8);
+	check(key, 0xffffffff, 5, 1);
+	for (int i = 0; i < 32; i++)
+		kb[i] = (u8)(0x80 + 7 * i);
+	words(kb, key, 8);
+	check(key, 0x123456789abcdef0ull, 9, 3);
+
+	if (MARKER == 0 || secret(MARKER))
+		fail("the marker is a secret word: choose another", 0, 0, 0);
+	if (!failed)
+		printf("ok\n");
+	return failed;
+}

@@ -1,0 +1,131 @@
+"""The ChaCha20 block routine of each target (arch/ARCH/chacha20.S.j2,
+__arch_chacha20_blocks_nostack), built on its own and run under qemu-user.
+
+The fragment is rendered and assembled as the image's sources are (the
+target's toolchain and flags), linked with tests/chacha_driver.c (compiled
+as the target's harness is) and run: RFC 8439's vectors, the reference of
+the driver for block counts 0-17, 31, 63, 64 at counters that carry into
+the high word and wrap, dst's neighbours untouched, the counter advanced,
+and the stack left without a secret word on it (the routines of
+STACKLESS without a word written at all).  The keystream is also compared
+with OpenSSL's (python3-cryptography), an implementation of its own.
+"""
+
+import io
+import subprocess
+
+import pytest
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+from conftest import ROOT, TARGETS
+from vdsogen import paths
+from vdsogen.build.toolchain import Builder
+from vdsogen.gen.render import Renderer
+from vdsogen.harness.driver import (HARNESS_CFLAGS, compiler, freestanding_argv, qemu_options,
+                                    runner)
+from vdsogen.spec.model import load_target
+
+DRIVER = ROOT / "tests" / "chacha_driver.c"
+# The ABIs Linux serves getrandom on, where the arch has the routine.
+GETRANDOM = ("x86_64", "arm64", "ppc32", "ppc64", "ppc64le", "s390x", "loongarch64", "riscv64")
+ROUTINES = [n for n in GETRANDOM if n in TARGETS and (paths.ARCH / load_target(n).arch / "chacha20.S.j2").exists()]
+# Routines that keep everything in caller-saved registers; the others save
+# callee-saved ones on the stack, as Linux's do (never a secret).
+STACKLESS = {"x86", "arm64", "s390"}
+
+
+def e_flags(path, target):
+    with open(path, "rb") as f:
+        head = f.read(52)
+    return int.from_bytes(head[48:52] if target.elf.elf_class == 64 else head[36:40], target.elf.endian)
+
+
+def build(target, work, source=None):
+    """The driver linked with the target's routine (`source`: the rendered
+    fragment, else rendered here); returns the executable."""
+    builder = Builder(target, stream=io.StringIO())
+    asm = work / "chacha20.S"
+    asm.write_text(source if source is not None else Renderer(target).render(target.fragment("chacha20.S.j2")))
+    routine = work / "chacha20.o"
+    builder.compile(asm, routine)
+    exe = work / "chacha"
+    defines = ["-DSTACKLESS"] if target.arch in STACKLESS else []
+    if target.harness.libc == "freestanding":
+        # the harness's command: compiler and flags, the sources, -o exe
+        argv = freestanding_argv(target, work, [DRIVER], exe)
+        cc, libc = argv[:argv.index(str(DRIVER))], argv[argv.index(str(DRIVER)) + 1:]
+    else:
+        cc, libc = [compiler(target), *HARNESS_CFLAGS, *target.toolchain.harness_cflags], ["-o", str(exe)]
+    cc += ["-fomit-frame-pointer", *defines]
+    compile_driver = [*cc, "-c", str(DRIVER), "-o", str(work / "driver.o")]
+    link = [*cc, str(work / "driver.o"), str(routine), *libc]
+    proc = subprocess.run(compile_driver, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # The routine touches no floating-point state, so its object's float ABI
+    # (the image's, soft-float where the harness's is hard) is the driver's.
+    want = e_flags(work / "driver.o", target)
+    if e_flags(routine, target) != want:
+        builder.rewrite_flags(routine, want)
+    proc = subprocess.run(link, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return exe
+
+
+def run(target, exe, *args):
+    return subprocess.run([*runner(target), *qemu_options(target), str(exe), *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def executables(tmp_path_factory):
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            target = load_target(name)
+            cache[name] = (target, build(target, tmp_path_factory.mktemp(f"chacha-{name}")))
+        return cache[name]
+
+    return get
+
+
+@pytest.mark.parametrize("name", ROUTINES)
+def test_routine_against_rfc_and_reference(name, executables):
+    target, exe = executables(name)
+    proc = run(target, exe)
+    assert (proc.returncode, proc.stdout) == (0, "ok\n"), proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("name", ROUTINES)
+def test_keystream_is_openssls(name, executables):
+    """Key 00 01 .. 1f, counter 2^32 - 3: five blocks that carry into the high word."""
+    target, exe = executables(name)
+    proc = run(target, exe, "5")
+    assert proc.returncode == 0, proc.stderr
+    stream, counter = proc.stdout.split()
+    nonce = (2**32 - 3).to_bytes(8, "little") + bytes(8)     # OpenSSL's: the 64-bit counter, then zeros
+    openssl = Cipher(algorithms.ChaCha20(bytes(range(32)), nonce), mode=None).encryptor().update(bytes(320))
+    assert bytes.fromhex(stream) == openssl
+    assert int(counter, 16) == 2**32 + 2
+
+
+# A routine broken in each way the driver must notice: (arch, what, old, new).
+BROKEN = {
+    "arm64": [
+        ("one double round short", "mov\tw8, #10", "mov\tw8, #9"),
+        ("the counter's carry lost", "add\td7, d7, d16", "add\tv7.2s, v7.2s, v16.2s"),
+        ("a block too many", "subs\tx3, x3, #1\n\tb.ne\t.Lblock", "subs\tx3, x3, #1\n\tb.pl\t.Lblock"),
+        ("a spill", "\tst1\t{v7.2s}, [x2]", "\tst1\t{v7.2s}, [x2]\n\tstr\tq5, [sp, #-16]"),
+    ],
+}
+
+
+@pytest.mark.parametrize("arch, what, old, new", [(a, *b) for a, bs in BROKEN.items() for b in bs],
+                         ids=[f"{a}-{b[0]}" for a, bs in BROKEN.items() for b in bs])
+def test_broken_routine_fails(arch, what, old, new, tmp_path):
+    name = next(n for n in ROUTINES if load_target(n).arch == arch)
+    target = load_target(name)
+    text = Renderer(target).render(target.fragment("chacha20.S.j2"))
+    assert text.count(old) == 1, what
+    proc = run(target, build(target, tmp_path, text.replace(old, new)))
+    assert proc.returncode != 0 and proc.stdout.startswith("FAIL: "), (what, proc.stdout, proc.stderr)
