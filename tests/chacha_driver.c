@@ -144,6 +144,29 @@ static void call_on(void *sp, u8 *dst, const u32 *key, u32 *counter, size_t n)
 		  "v12", "v13", "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22",
 		  "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31", "cc", "memory");
 }
+#elif defined(__riscv) && __riscv_xlen == 64
+#define SHIM_WRITES 0
+static void call_on(void *sp, u8 *dst, const u32 *key, u32 *counter, size_t n)
+{
+	register u8 *a0 __asm__("a0") = dst;
+	register const u32 *a1 __asm__("a1") = key;
+	register u32 *a2 __asm__("a2") = counter;
+	register size_t a3 __asm__("a3") = n;
+	register void *a4 __asm__("a4") = sp;
+
+	__asm__ volatile(
+		"mv s1, sp\n\t"
+		"mv sp, a4\n\t"
+		"li s0, 0x5a5a5a5a5a5a5a5a\n\t"
+		"mv s2, s0\n\tmv s3, s0\n\tmv s4, s0\n\tmv s5, s0\n\tmv s6, s0\n\t"
+		"mv s7, s0\n\tmv s8, s0\n\tmv s9, s0\n\tmv s10, s0\n\tmv s11, s0\n\t"
+		"call __arch_chacha20_blocks_nostack\n\t"
+		"mv sp, s1"
+		: "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3), "+r"(a4)
+		:
+		: "ra", "t0", "t1", "t2", "t3", "t4", "t5", "t6", "a5", "a6", "a7",
+		  "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "memory");
+}
 #else
 #error "no call_on for this architecture"
 #endif

@@ -117,6 +117,12 @@ BROKEN = {
         ("a block too many", "subs\tx3, x3, #1\n\tb.ne\t.Lblock", "subs\tx3, x3, #1\n\tb.pl\t.Lblock"),
         ("a spill", "\tst1\t{v7.2s}, [x2]", "\tst1\t{v7.2s}, [x2]\n\tstr\tq5, [sp, #-16]"),
     ],
+    "riscv": [
+        ("one double round short", "li\ta4, 10", "li\ta4, 9"),
+        ("the counter's carry lost", "\tsrli\tt0, t0, 32\n\tsw\tt0, 4(a2)\n", ""),
+        ("a block too many", "bnez\ta3, .Lblock", "bgez\ta3, .Lblock"),
+        ("a spill into the frame", ".Ldoubleround:\n", ".Ldoubleround:\n\tsw\tt1, 56(sp)\n"),
+    ],
 }
 
 
