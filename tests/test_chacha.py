@@ -57,7 +57,7 @@ def build(target, work, source=None):
     else:
         cc, libc = [compiler(target), *HARNESS_CFLAGS, *target.toolchain.harness_cflags], ["-o", str(exe)]
     cc += ["-fomit-frame-pointer", *defines]
-    compile_driver = [*cc, "-c", str(DRIVER), "-o", str(work / "driver.o")]
+    compile_driver = [*(a for a in cc if not a.startswith("--ld-path=")), "-c", str(DRIVER), "-o", str(work / "driver.o")]
     link = [*cc, str(work / "driver.o"), str(routine), *libc]
     proc = subprocess.run(compile_driver, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -122,6 +122,12 @@ BROKEN = {
         ("the counter's carry lost", "\tsrli\tt0, t0, 32\n\tsw\tt0, 4(a2)\n", ""),
         ("a block too many", "bnez\ta3, .Lblock", "bgez\ta3, .Lblock"),
         ("a spill into the frame", ".Ldoubleround:\n", ".Ldoubleround:\n\tsw\tt1, 56(sp)\n"),
+    ],
+    "loongarch": [
+        ("one double round short", "li.w\t$a4, 10", "li.w\t$a4, 9"),
+        ("the counter's carry lost", "\tsrli.d\t$a4, $a4, 32\n\tst.w\t$a4, $a2, 4\n", ""),
+        ("a block too many", "bnez\t$a3, .Lblock", "bgez\t$a3, .Lblock"),
+        ("a spill below sp", ".Ldoubleround:\n", ".Ldoubleround:\n\tst.w\t$a5, $sp, -4\n"),
     ],
 }
 
