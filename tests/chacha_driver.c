@@ -7,7 +7,8 @@
  * writes nothing outside dst[0, 64 * nblocks) and the counter, and what it
  * leaves on the stack: every call runs on a stack of the driver's own,
  * filled with a canary, through a shim (call_on) that switches to it and
- * loads the callee-saved registers with a marker first.  After the call no
+ * loads the callee-saved registers with a marker first (all but s390's
+ * r12, the PIC register).  After the call no
  * word of that stack may hold a key word, a word of any intermediate state
  * or of the keystream; with -DSTACKLESS no word may have changed at all.
  * The first failure is printed ("FAIL: ..."), and the exit status is 1.
@@ -189,6 +190,29 @@ static void call_on(void *sp, u8 *dst, const u32 *key, u32 *counter, size_t n)
 		:
 		: "$ra", "$t0", "$t1", "$t2", "$t3", "$t4", "$t5", "$t6", "$t7", "$t8", "$a5", "$a6", "$a7",
 		  "$s0", "$s1", "$s2", "$s3", "$s4", "$s5", "$s6", "$s7", "$s8", "$fp", "memory");
+}
+#elif defined(__s390x__)
+#define SHIM_WRITES 0
+static void call_on(void *sp, u8 *dst, const u32 *key, u32 *counter, size_t n)
+{
+	register u8 *r2 __asm__("r2") = dst;
+	register const u32 *r3 __asm__("r3") = key;
+	register u32 *r4 __asm__("r4") = counter;
+	register size_t r5 __asm__("r5") = n;
+	register void *r1 __asm__("r1") = sp;
+
+	__asm__ volatile(
+		"lgr %%r13, %%r15\n\t"
+		"lgr %%r15, %%r1\n\t"
+		"llihf %%r6, 0x5a5a5a5a\n\tiilf %%r6, 0x5a5a5a5a\n\t"
+		"lgr %%r7, %%r6\n\tlgr %%r8, %%r6\n\tlgr %%r9, %%r6\n\tlgr %%r10, %%r6\n\t"
+		"lgr %%r11, %%r6\n\t"
+		"brasl %%r14, __arch_chacha20_blocks_nostack\n\t"
+		"lgr %%r15, %%r13"
+		: "+r"(r2), "+r"(r3), "+r"(r4), "+r"(r5), "+r"(r1)
+		:
+		: "r0", "r6", "r7", "r8", "r9", "r10", "r11", "r13", "r14",
+		  "f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7", "cc", "memory");
 }
 #else
 #error "no call_on for this architecture"

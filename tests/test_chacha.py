@@ -129,6 +129,12 @@ BROKEN = {
         ("a block too many", "bnez\t$a3, .Lblock", "bgez\t$a3, .Lblock"),
         ("a spill below sp", ".Ldoubleround:\n", ".Ldoubleround:\n\tst.w\t$a5, $sp, -4\n"),
     ],
+    "s390": [
+        ("one double round short", "lghi\t%r0, 10", "lghi\t%r0, 9"),
+        ("the counter's carry lost", "aghi\t%r1, 1", "ahi\t%r1, 1"),
+        ("a block too many", "ltgr\t%r5, %r5", "aghi\t%r5, 1"),
+        ("a spill into the caller's frame", ".Ldoubleround:\n", ".Ldoubleround:\n\tvst\t%v5, 48(%r15)\n"),
+    ],
 }
 
 
