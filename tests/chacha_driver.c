@@ -7,8 +7,8 @@
  * writes nothing outside dst[0, 64 * nblocks) and the counter, and what it
  * leaves on the stack: every call runs on a stack of the driver's own,
  * filled with a canary, through a shim (call_on) that switches to it and
- * loads the callee-saved registers with a marker first (all but s390's
- * r12, the PIC register).  After the call no
+ * loads the callee-saved registers with a marker first (all but the PIC
+ * registers, s390's r12 and powerpc's r30).  After the call no
  * word of that stack may hold a key word, a word of any intermediate state
  * or of the keystream; with -DSTACKLESS no word may have changed at all.
  * The first failure is printed ("FAIL: ..."), and the exit status is 1.
@@ -213,6 +213,38 @@ static void call_on(void *sp, u8 *dst, const u32 *key, u32 *counter, size_t n)
 		:
 		: "r0", "r6", "r7", "r8", "r9", "r10", "r11", "r13", "r14",
 		  "f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7", "cc", "memory");
+}
+#elif defined(__powerpc__)
+#define SHIM_WRITES 0
+#ifdef __powerpc64__
+#define MARKER_HIGH "rldimi 14, 14, 32, 0\n\t"	/* the 64-bit marker */
+#else
+#define MARKER_HIGH
+#endif
+static void call_on(void *sp, u8 *dst, const u32 *key, u32 *counter, size_t n)
+{
+	register u8 *r3 __asm__("r3") = dst;
+	register const u32 *r4 __asm__("r4") = key;
+	register u32 *r5 __asm__("r5") = counter;
+	register size_t r6 __asm__("r6") = n;
+	register void *r7 __asm__("r7") = sp;
+
+	/* r29 keeps the driver's sp; r30, a PIC register, holds what it held */
+	__asm__ volatile(
+		"mr 29, 1\n\t"
+		"mr 1, 7\n\t"
+		"lis 14, 0x5a5a\n\tori 14, 14, 0x5a5a\n\t" MARKER_HIGH
+		"mr 15, 14\n\tmr 16, 14\n\tmr 17, 14\n\tmr 18, 14\n\tmr 19, 14\n\tmr 20, 14\n\t"
+		"mr 21, 14\n\tmr 22, 14\n\tmr 23, 14\n\tmr 24, 14\n\tmr 25, 14\n\tmr 26, 14\n\t"
+		"mr 27, 14\n\tmr 28, 14\n\tmr 31, 14\n\t"
+		"bl __arch_chacha20_blocks_nostack\n\t"
+		"nop\n\t"
+		"mr 1, 29"
+		: "+r"(r3), "+r"(r4), "+r"(r5), "+r"(r6), "+r"(r7)
+		:
+		: "r0", "r8", "r9", "r10", "r11", "r12", "r14", "r15", "r16", "r17", "r18", "r19",
+		  "r20", "r21", "r22", "r23", "r24", "r25", "r26", "r27", "r28", "r29", "r31",
+		  "lr", "ctr", "xer", "cr0", "cr1", "cr5", "cr6", "cr7", "memory");
 }
 #else
 #error "no call_on for this architecture"
