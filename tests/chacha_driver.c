@@ -5,12 +5,13 @@
  * It checks __arch_chacha20_blocks_nostack against RFC 8439's vectors and
  * against the reference below for many block counts and counters, that it
  * writes nothing outside dst[0, 64 * nblocks) and the counter, and what it
- * leaves on the stack: every call runs on a stack of the driver's own,
- * filled with a canary, through a shim (call_on) that switches to it and
- * loads the callee-saved registers with a marker first (all but the PIC
- * registers, s390's r12 and powerpc's r30).  After the call no
- * word of that stack may hold a key word, a word of any intermediate state
- * or of the keystream; with -DSTACKLESS no word may have changed at all.
+ * leaves behind: every call runs on a stack of the driver's own, filled
+ * with a canary, through a shim (call_on) that switches to it and loads the
+ * callee-saved registers with a marker first.  After the call no word of
+ * that stack and no register may hold a key word, a word of any
+ * intermediate state or of the keystream (in either byte order), and the
+ * callee-saved registers must hold the marker still; with -DSTACKLESS no
+ * word of the stack may have changed at all.
  * The first failure is printed ("FAIL: ..."), and the exit status is 1.
  * With an argument, it prints the keystream of that test (see `dump`).
  */
@@ -27,7 +28,7 @@ void __arch_chacha20_blocks_nostack(u8 *dst, const u32 *key, u32 *counter, size_
 
 #define MAX_BLOCKS 64
 #define CANARY 0xc5u		/* the stack's fill byte */
-#define MARKER 0x5a5a5a5au	/* what the callee-saved registers hold */
+#define MARKER 0x5a5a5a5au	/* what the callee-saved registers hold, in each word */
 
 /* --- the reference --------------------------------------------------------- */
 
@@ -112,41 +113,83 @@ static u64 stack[STACK_BYTES / 8] __attribute__((aligned(64)));
 
 /*
  * call_on(sp, dst, key, counter, n): the routine called with sp as its
- * stack pointer, every callee-saved register but the one that keeps the
- * driver's own sp holding MARKER, so that what a routine saves of them is
- * no secret.  The registers it may change are clobbers.
+ * stack pointer, the callee-saved registers holding MARKER (all but the one
+ * that keeps the driver's sp, the one that points to `regs` and the PIC
+ * registers, s390's r12 and powerpc's r30), so that what a routine saves of
+ * them is no secret, and the other registers a routine may change zeroed
+ * (but the arguments).  After the call the shim stores in `regs` the
+ * registers a routine may change (NVOLATILE general ones, then NVECTOR
+ * vector ones at VECTORS) and the callee-saved ones it set (NSAVED, at
+ * SAVED).  SHIM_WRITES: bytes below sp the call itself writes.
  */
+static unsigned long regs[96] __attribute__((aligned(16)));
+
 #if defined(__aarch64__)
 #define SHIM_WRITES 0
+#define NVOLATILE 18		/* x0-x17 */
+#define NSAVED 17		/* x20-x27, x29, d8-d15 */
+#define SAVED 144
+#define NVECTOR 24		/* v0-v7, v16-v31 */
+#define VECTORS 280
 static void call_on(void *sp, u8 *dst, const u32 *key, u32 *counter, size_t n)
 {
 	register u8 *x0 __asm__("x0") = dst;
 	register const u32 *x1 __asm__("x1") = key;
 	register u32 *x2 __asm__("x2") = counter;
 	register size_t x3 __asm__("x3") = n;
+	register void *x4 __asm__("x4") = sp;
+	register unsigned long *x28 __asm__("x28") = regs;
 
 	__asm__ volatile(
 		"mov x19, sp\n\t"
-		"mov sp, %4\n\t"
+		"mov sp, x4\n\t"
 		"movz x20, #0x5a5a\n\tmovk x20, #0x5a5a, lsl #16\n\t"
 		"movk x20, #0x5a5a, lsl #32\n\tmovk x20, #0x5a5a, lsl #48\n\t"
 		"mov x21, x20\n\tmov x22, x20\n\tmov x23, x20\n\tmov x24, x20\n\t"
-		"mov x25, x20\n\tmov x26, x20\n\tmov x27, x20\n\tmov x28, x20\n\tmov x29, x20\n\t"
+		"mov x25, x20\n\tmov x26, x20\n\tmov x27, x20\n\tmov x29, x20\n\t"
 		"fmov d8, x20\n\tfmov d9, x20\n\tfmov d10, x20\n\tfmov d11, x20\n\t"
 		"fmov d12, x20\n\tfmov d13, x20\n\tfmov d14, x20\n\tfmov d15, x20\n\t"
+		"mov x5, xzr\n\tmov x6, xzr\n\tmov x7, xzr\n\tmov x8, xzr\n\tmov x9, xzr\n\t"
+		"mov x10, xzr\n\tmov x11, xzr\n\tmov x12, xzr\n\tmov x13, xzr\n\tmov x14, xzr\n\t"
+		"mov x15, xzr\n\tmov x16, xzr\n\tmov x17, xzr\n\t"
+		"movi v0.16b, #0\n\tmovi v1.16b, #0\n\tmovi v2.16b, #0\n\tmovi v3.16b, #0\n\t"
+		"movi v4.16b, #0\n\tmovi v5.16b, #0\n\tmovi v6.16b, #0\n\tmovi v7.16b, #0\n\t"
+		"movi v16.16b, #0\n\tmovi v17.16b, #0\n\tmovi v18.16b, #0\n\tmovi v19.16b, #0\n\t"
+		"movi v20.16b, #0\n\tmovi v21.16b, #0\n\tmovi v22.16b, #0\n\tmovi v23.16b, #0\n\t"
+		"movi v24.16b, #0\n\tmovi v25.16b, #0\n\tmovi v26.16b, #0\n\tmovi v27.16b, #0\n\t"
+		"movi v28.16b, #0\n\tmovi v29.16b, #0\n\tmovi v30.16b, #0\n\tmovi v31.16b, #0\n\t"
 		"bl __arch_chacha20_blocks_nostack\n\t"
-		"mov sp, x19"
-		: "+r"(x0), "+r"(x1), "+r"(x2), "+r"(x3)
-		: "r"(sp)
-		: "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14", "x15",
+		"mov sp, x19\n\t"
+		"stp x0, x1, [x28, #0]\n\tstp x2, x3, [x28, #16]\n\tstp x4, x5, [x28, #32]\n\t"
+		"stp x6, x7, [x28, #48]\n\tstp x8, x9, [x28, #64]\n\tstp x10, x11, [x28, #80]\n\t"
+		"stp x12, x13, [x28, #96]\n\tstp x14, x15, [x28, #112]\n\tstp x16, x17, [x28, #128]\n\t"
+		"stp x20, x21, [x28, #144]\n\tstp x22, x23, [x28, #160]\n\tstp x24, x25, [x28, #176]\n\t"
+		"stp x26, x27, [x28, #192]\n\tstr x29, [x28, #208]\n\t"
+		"stp d8, d9, [x28, #216]\n\tstp d10, d11, [x28, #232]\n\tstp d12, d13, [x28, #248]\n\t"
+		"str d14, [x28, #264]\n\tstr d15, [x28, #272]\n\t"
+		"add x27, x28, #280\n\t"
+		"st1 {v0.16b, v1.16b, v2.16b, v3.16b}, [x27], #64\n\t"
+		"st1 {v4.16b, v5.16b, v6.16b, v7.16b}, [x27], #64\n\t"
+		"st1 {v16.16b, v17.16b, v18.16b, v19.16b}, [x27], #64\n\t"
+		"st1 {v20.16b, v21.16b, v22.16b, v23.16b}, [x27], #64\n\t"
+		"st1 {v24.16b, v25.16b, v26.16b, v27.16b}, [x27], #64\n\t"
+		"st1 {v28.16b, v29.16b, v30.16b, v31.16b}, [x27]"
+		: "+r"(x0), "+r"(x1), "+r"(x2), "+r"(x3), "+r"(x4), "+r"(x28)
+		:
+		: "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14", "x15",
 		  "x16", "x17", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27",
-		  "x28", "x29", "x30",
+		  "x29", "x30",
 		  "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11",
 		  "v12", "v13", "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22",
 		  "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31", "cc", "memory");
 }
 #elif defined(__riscv) && __riscv_xlen == 64
 #define SHIM_WRITES 0
+#define NVOLATILE 16		/* ra, t0-t6, a0-a7 */
+#define NSAVED 10		/* s0, s2-s10 */
+#define SAVED 128
+#define NVECTOR 0
+#define VECTORS 0
 static void call_on(void *sp, u8 *dst, const u32 *key, u32 *counter, size_t n)
 {
 	register u8 *a0 __asm__("a0") = dst;
@@ -154,22 +197,37 @@ static void call_on(void *sp, u8 *dst, const u32 *key, u32 *counter, size_t n)
 	register u32 *a2 __asm__("a2") = counter;
 	register size_t a3 __asm__("a3") = n;
 	register void *a4 __asm__("a4") = sp;
+	register unsigned long *s11 __asm__("s11") = regs;
 
 	__asm__ volatile(
 		"mv s1, sp\n\t"
 		"mv sp, a4\n\t"
 		"li s0, 0x5a5a5a5a5a5a5a5a\n\t"
 		"mv s2, s0\n\tmv s3, s0\n\tmv s4, s0\n\tmv s5, s0\n\tmv s6, s0\n\t"
-		"mv s7, s0\n\tmv s8, s0\n\tmv s9, s0\n\tmv s10, s0\n\tmv s11, s0\n\t"
+		"mv s7, s0\n\tmv s8, s0\n\tmv s9, s0\n\tmv s10, s0\n\t"
+		"li t0, 0\n\tli t1, 0\n\tli t2, 0\n\tli t3, 0\n\tli t4, 0\n\tli t5, 0\n\tli t6, 0\n\t"
+		"li a5, 0\n\tli a6, 0\n\tli a7, 0\n\t"
 		"call __arch_chacha20_blocks_nostack\n\t"
-		"mv sp, s1"
-		: "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3), "+r"(a4)
+		"mv sp, s1\n\t"
+		"sd ra, 0(s11)\n\tsd t0, 8(s11)\n\tsd t1, 16(s11)\n\tsd t2, 24(s11)\n\t"
+		"sd t3, 32(s11)\n\tsd t4, 40(s11)\n\tsd t5, 48(s11)\n\tsd t6, 56(s11)\n\t"
+		"sd a0, 64(s11)\n\tsd a1, 72(s11)\n\tsd a2, 80(s11)\n\tsd a3, 88(s11)\n\t"
+		"sd a4, 96(s11)\n\tsd a5, 104(s11)\n\tsd a6, 112(s11)\n\tsd a7, 120(s11)\n\t"
+		"sd s0, 128(s11)\n\tsd s2, 136(s11)\n\tsd s3, 144(s11)\n\tsd s4, 152(s11)\n\t"
+		"sd s5, 160(s11)\n\tsd s6, 168(s11)\n\tsd s7, 176(s11)\n\tsd s8, 184(s11)\n\t"
+		"sd s9, 192(s11)\n\tsd s10, 200(s11)"
+		: "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3), "+r"(a4), "+r"(s11)
 		:
 		: "ra", "t0", "t1", "t2", "t3", "t4", "t5", "t6", "a5", "a6", "a7",
-		  "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "memory");
+		  "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "memory");
 }
 #elif defined(__loongarch64)
 #define SHIM_WRITES 0
+#define NVOLATILE 18		/* ra, a0-a7, t0-t8 */
+#define NSAVED 8		/* s1-s7, fp */
+#define SAVED 144
+#define NVECTOR 0
+#define VECTORS 0
 static void call_on(void *sp, u8 *dst, const u32 *key, u32 *counter, size_t n)
 {
 	register u8 *a0 __asm__("$a0") = dst;
@@ -177,22 +235,38 @@ static void call_on(void *sp, u8 *dst, const u32 *key, u32 *counter, size_t n)
 	register u32 *a2 __asm__("$a2") = counter;
 	register size_t a3 __asm__("$a3") = n;
 	register void *a4 __asm__("$a4") = sp;
+	register unsigned long *s8 __asm__("$s8") = regs;
 
 	__asm__ volatile(
 		"move $s0, $sp\n\t"
 		"move $sp, $a4\n\t"
 		"li.d $s1, 0x5a5a5a5a5a5a5a5a\n\t"
 		"move $s2, $s1\n\tmove $s3, $s1\n\tmove $s4, $s1\n\tmove $s5, $s1\n\t"
-		"move $s6, $s1\n\tmove $s7, $s1\n\tmove $s8, $s1\n\tmove $fp, $s1\n\t"
+		"move $s6, $s1\n\tmove $s7, $s1\n\tmove $fp, $s1\n\t"
+		"move $t0, $zero\n\tmove $t1, $zero\n\tmove $t2, $zero\n\tmove $t3, $zero\n\t"
+		"move $t4, $zero\n\tmove $t5, $zero\n\tmove $t6, $zero\n\tmove $t7, $zero\n\t"
+		"move $t8, $zero\n\tmove $a5, $zero\n\tmove $a6, $zero\n\tmove $a7, $zero\n\t"
 		"bl __arch_chacha20_blocks_nostack\n\t"
-		"move $sp, $s0"
-		: "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3), "+r"(a4)
+		"move $sp, $s0\n\t"
+		"st.d $ra, $s8, 0\n\tst.d $a0, $s8, 8\n\tst.d $a1, $s8, 16\n\tst.d $a2, $s8, 24\n\t"
+		"st.d $a3, $s8, 32\n\tst.d $a4, $s8, 40\n\tst.d $a5, $s8, 48\n\tst.d $a6, $s8, 56\n\t"
+		"st.d $a7, $s8, 64\n\tst.d $t0, $s8, 72\n\tst.d $t1, $s8, 80\n\tst.d $t2, $s8, 88\n\t"
+		"st.d $t3, $s8, 96\n\tst.d $t4, $s8, 104\n\tst.d $t5, $s8, 112\n\tst.d $t6, $s8, 120\n\t"
+		"st.d $t7, $s8, 128\n\tst.d $t8, $s8, 136\n\t"
+		"st.d $s1, $s8, 144\n\tst.d $s2, $s8, 152\n\tst.d $s3, $s8, 160\n\tst.d $s4, $s8, 168\n\t"
+		"st.d $s5, $s8, 176\n\tst.d $s6, $s8, 184\n\tst.d $s7, $s8, 192\n\tst.d $fp, $s8, 200"
+		: "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3), "+r"(a4), "+r"(s8)
 		:
 		: "$ra", "$t0", "$t1", "$t2", "$t3", "$t4", "$t5", "$t6", "$t7", "$t8", "$a5", "$a6", "$a7",
-		  "$s0", "$s1", "$s2", "$s3", "$s4", "$s5", "$s6", "$s7", "$s8", "$fp", "memory");
+		  "$s0", "$s1", "$s2", "$s3", "$s4", "$s5", "$s6", "$s7", "$fp", "memory");
 }
 #elif defined(__s390x__)
 #define SHIM_WRITES 0
+#define NVOLATILE 7		/* r0-r5, r14 */
+#define NSAVED 5		/* r6-r10 */
+#define SAVED 56
+#define NVECTOR 24		/* v0-v7, v16-v31 */
+#define VECTORS 96
 static void call_on(void *sp, u8 *dst, const u32 *key, u32 *counter, size_t n)
 {
 	register u8 *r2 __asm__("r2") = dst;
@@ -200,26 +274,48 @@ static void call_on(void *sp, u8 *dst, const u32 *key, u32 *counter, size_t n)
 	register u32 *r4 __asm__("r4") = counter;
 	register size_t r5 __asm__("r5") = n;
 	register void *r1 __asm__("r1") = sp;
+	register unsigned long *r11 __asm__("r11") = regs;
 
 	__asm__ volatile(
 		"lgr %%r13, %%r15\n\t"
 		"lgr %%r15, %%r1\n\t"
 		"llihf %%r6, 0x5a5a5a5a\n\tiilf %%r6, 0x5a5a5a5a\n\t"
 		"lgr %%r7, %%r6\n\tlgr %%r8, %%r6\n\tlgr %%r9, %%r6\n\tlgr %%r10, %%r6\n\t"
-		"lgr %%r11, %%r6\n\t"
+		"lghi %%r0, 0\n\t"
+		".machine push\n\t.machine \"z13\"\n\t"
+		"vzero %%v0\n\tvzero %%v1\n\tvzero %%v2\n\tvzero %%v3\n\t"
+		"vzero %%v4\n\tvzero %%v5\n\tvzero %%v6\n\tvzero %%v7\n\t"
+		"vzero %%v16\n\tvzero %%v17\n\tvzero %%v18\n\tvzero %%v19\n\t"
+		"vzero %%v20\n\tvzero %%v21\n\tvzero %%v22\n\tvzero %%v23\n\t"
+		"vzero %%v24\n\tvzero %%v25\n\tvzero %%v26\n\tvzero %%v27\n\t"
+		"vzero %%v28\n\tvzero %%v29\n\tvzero %%v30\n\tvzero %%v31\n\t"
+		".machine pop\n\t"
 		"brasl %%r14, __arch_chacha20_blocks_nostack\n\t"
-		"lgr %%r15, %%r13"
-		: "+r"(r2), "+r"(r3), "+r"(r4), "+r"(r5), "+r"(r1)
+		"lgr %%r15, %%r13\n\t"
+		"stmg %%r0, %%r5, 0(%%r11)\n\tstg %%r14, 48(%%r11)\n\tstmg %%r6, %%r10, 56(%%r11)\n\t"
+		".machine push\n\t.machine \"z13\"\n\t"
+		"vstm %%v0, %%v7, 96(%%r11)\n\tvstm %%v16, %%v31, 224(%%r11)\n\t"
+		".machine pop"
+		: "+r"(r2), "+r"(r3), "+r"(r4), "+r"(r5), "+r"(r1), "+r"(r11)
 		:
-		: "r0", "r6", "r7", "r8", "r9", "r10", "r11", "r13", "r14",
+		: "r0", "r6", "r7", "r8", "r9", "r10", "r13", "r14",
 		  "f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7", "cc", "memory");
 }
 #elif defined(__powerpc__)
 #define SHIM_WRITES 0
+#define NVOLATILE 11		/* r0, r3-r12 */
+#define NSAVED 14		/* r14-r27 */
+#define SAVED (11 * SZ)
+#define NVECTOR 0
+#define VECTORS 0
 #ifdef __powerpc64__
+#define SZ 8
 #define MARKER_HIGH "rldimi 14, 14, 32, 0\n\t"	/* the 64-bit marker */
+#define ST(r, i) "std " #r ", " #i "*8(28)\n\t"
 #else
+#define SZ 4
 #define MARKER_HIGH
+#define ST(r, i) "stw " #r ", " #i "*4(28)\n\t"
 #endif
 static void call_on(void *sp, u8 *dst, const u32 *key, u32 *counter, size_t n)
 {
@@ -228,22 +324,28 @@ static void call_on(void *sp, u8 *dst, const u32 *key, u32 *counter, size_t n)
 	register u32 *r5 __asm__("r5") = counter;
 	register size_t r6 __asm__("r6") = n;
 	register void *r7 __asm__("r7") = sp;
+	register unsigned long *r28 __asm__("r28") = regs;
 
-	/* r29 keeps the driver's sp; r30, a PIC register, holds what it held */
+	/* r29 keeps the driver's sp */
 	__asm__ volatile(
 		"mr 29, 1\n\t"
 		"mr 1, 7\n\t"
 		"lis 14, 0x5a5a\n\tori 14, 14, 0x5a5a\n\t" MARKER_HIGH
 		"mr 15, 14\n\tmr 16, 14\n\tmr 17, 14\n\tmr 18, 14\n\tmr 19, 14\n\tmr 20, 14\n\t"
 		"mr 21, 14\n\tmr 22, 14\n\tmr 23, 14\n\tmr 24, 14\n\tmr 25, 14\n\tmr 26, 14\n\t"
-		"mr 27, 14\n\tmr 28, 14\n\tmr 31, 14\n\t"
+		"mr 27, 14\n\tmr 31, 14\n\t"
+		"li 0, 0\n\tli 8, 0\n\tli 9, 0\n\tli 10, 0\n\tli 11, 0\n\tli 12, 0\n\t"
 		"bl __arch_chacha20_blocks_nostack\n\t"
 		"nop\n\t"
-		"mr 1, 29"
-		: "+r"(r3), "+r"(r4), "+r"(r5), "+r"(r6), "+r"(r7)
+		"mr 1, 29\n\t"
+		ST(0, 0) ST(3, 1) ST(4, 2) ST(5, 3) ST(6, 4) ST(7, 5) ST(8, 6) ST(9, 7) ST(10, 8)
+		ST(11, 9) ST(12, 10)
+		ST(14, 11) ST(15, 12) ST(16, 13) ST(17, 14) ST(18, 15) ST(19, 16) ST(20, 17)
+		ST(21, 18) ST(22, 19) ST(23, 20) ST(24, 21) ST(25, 22) ST(26, 23) ST(27, 24)
+		: "+r"(r3), "+r"(r4), "+r"(r5), "+r"(r6), "+r"(r7), "+r"(r28)
 		:
 		: "r0", "r8", "r9", "r10", "r11", "r12", "r14", "r15", "r16", "r17", "r18", "r19",
-		  "r20", "r21", "r22", "r23", "r24", "r25", "r26", "r27", "r28", "r29", "r31",
+		  "r20", "r21", "r22", "r23", "r24", "r25", "r26", "r27", "r29", "r31",
 		  "lr", "ctr", "xer", "cr0", "cr1", "cr5", "cr6", "cr7", "memory");
 }
 #else
@@ -262,12 +364,38 @@ static void fail(const char *what, size_t n, u64 counter, long at)
 	failed = 1;
 }
 
+/* w is a secret word, in either byte order. */
 static int secret(u32 w)
 {
+	u32 r = w >> 24 | (w >> 8 & 0xff00) | (w << 8 & 0xff0000) | w << 24;
+
 	for (size_t i = 0; i < nsecrets; i++)
-		if (secrets[i] == w)
+		if (secrets[i] == w || secrets[i] == r)
 			return 1;
 	return 0;
+}
+
+/* The registers after a call: no secret in any, the callee-saved ones as they were. */
+static void check_regs(size_t n, u64 counter)
+{
+	const u8 *b = (const u8 *)regs;
+	u32 w;
+
+	for (size_t i = 0; i < NVOLATILE * sizeof(long) / 4; i++) {
+		memcpy(&w, b + 4 * i, 4);
+		if (secret(w))
+			fail("a secret left in a general register (its slot)", n, counter, (long)(4 * i / sizeof(long)));
+	}
+#if NVECTOR
+	for (size_t i = 0; i < NVECTOR * 4; i++) {
+		memcpy(&w, b + VECTORS + 4 * i, 4);
+		if (secret(w))
+			fail("a secret left in a vector register (its slot)", n, counter, (long)i / 4);
+	}
+#endif
+	for (size_t i = 0; i < NSAVED; i++)
+		if (regs[SAVED / sizeof(long) + i] != (unsigned long)0x5a5a5a5a5a5a5a5aull)
+			fail("a callee-saved register changed (its slot)", n, counter, (long)i);
 }
 
 #define GUARD 64
@@ -299,6 +427,7 @@ static void check(const u32 key[8], u64 counter, size_t n, size_t misalign)
 		fail("counter not advanced by nblocks", n, counter, 0);
 	if (memcmp(k, key, sizeof(k)))
 		fail("key changed", n, counter, 0);
+	check_regs(n, counter);
 	for (size_t i = 0; i < STACK_BYTES / 4; i++) {
 		u32 w;
 		long off = (long)(4 * i) - (long)(STACK_BYTES - ABOVE_SP);

@@ -6,9 +6,11 @@ target's toolchain and flags), linked with tests/chacha_driver.c (compiled
 as the target's harness is) and run: RFC 8439's vectors, the reference of
 the driver for block counts 0-17, 31, 63, 64 at counters that carry into
 the high word and wrap, dst's neighbours untouched, the counter advanced,
-and the stack left without a secret word on it (the routines of
-STACKLESS without a word written at all).  The keystream is also compared
-with OpenSSL's (python3-cryptography), an implementation of its own.
+no secret word left on the stack or in a register and the callee-saved
+registers kept (the routines of STACKLESS write no stack word at all).
+The keystream is also compared with OpenSSL's (python3-cryptography), an
+implementation of its own.  Each routine, broken in a way the driver must
+notice, fails.
 """
 
 import io
@@ -112,30 +114,37 @@ def test_keystream_is_openssls(name, executables):
 # A routine broken in each way the driver must notice: target, [(what, old, new)].
 BROKEN = {
     "arm64": [
+        ("a key register left", "\tmovi\tv5.16b, #0\n", ""),
         ("one double round short", "mov\tw8, #10", "mov\tw8, #9"),
         ("the counter's carry lost", "add\td7, d7, d16", "add\tv7.2s, v7.2s, v16.2s"),
         ("a block too many", "subs\tx3, x3, #1\n\tb.ne\t.Lblock", "subs\tx3, x3, #1\n\tb.pl\t.Lblock"),
         ("a spill", "\tst1\t{v7.2s}, [x2]", "\tst1\t{v7.2s}, [x2]\n\tstr\tq5, [sp, #-16]"),
     ],
     "riscv64": [
+        ("a keystream register left", "\tli\ta5, 0\n", ""),
+        ("s0 not restored", "\tld\ts0, 0(sp)\n", ""),
         ("one double round short", "li\ta4, 10", "li\ta4, 9"),
         ("the counter's carry lost", "\tsrli\tt0, t0, 32\n\tsw\tt0, 4(a2)\n", ""),
         ("a block too many", "bnez\ta3, .Lblock", "bgez\ta3, .Lblock"),
         ("a spill into the frame", ".Ldoubleround:\n", ".Ldoubleround:\n\tsw\tt1, 56(sp)\n"),
     ],
     "loongarch64": [
+        ("a keystream register left", "\tmove\t$t0, $zero\n", ""),
         ("one double round short", "li.w\t$a4, 10", "li.w\t$a4, 9"),
         ("the counter's carry lost", "\tsrli.d\t$a4, $a4, 32\n\tst.w\t$a4, $a2, 4\n", ""),
         ("a block too many", "bnez\t$a3, .Lblock", "bgez\t$a3, .Lblock"),
         ("a spill below sp", ".Ldoubleround:\n", ".Ldoubleround:\n\tst.w\t$a5, $sp, -4\n"),
     ],
     "s390x": [
+        ("a keystream register left", "\tvzero\t%v1\n", ""),
         ("one double round short", "lghi\t%r0, 10", "lghi\t%r0, 9"),
         ("the counter's carry lost", "aghi\t%r1, 1", "ahi\t%r1, 1"),
         ("a block too many", "ltgr\t%r5, %r5", "aghi\t%r5, 1"),
         ("a spill into the caller's frame", ".Ldoubleround:\n", ".Ldoubleround:\n\tvst\t%v5, 48(%r15)\n"),
     ],
     "ppc32": [
+        ("a keystream register left", "\tli\t%r7, 0\n", ""),
+        ("r22 not restored", "\tlwz\t%r22, 40(%r1)\n", ""),
         ("one double round short", "li\t%r12, 10", "li\t%r12, 9"),
         ("the counter's carry lost", "\taddze\t%r16, %r16\n", ""),
         ("a block too many", "bne\t.Lblock", "bge\t.Lblock"),
