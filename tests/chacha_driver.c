@@ -348,6 +348,52 @@ static void call_on(void *sp, u8 *dst, const u32 *key, u32 *counter, size_t n)
 		  "r20", "r21", "r22", "r23", "r24", "r25", "r26", "r27", "r29", "r31",
 		  "lr", "ctr", "xer", "cr0", "cr1", "cr5", "cr6", "cr7", "memory");
 }
+#elif defined(__x86_64__)
+#define SHIM_WRITES 8		/* call: the return address */
+#define NVOLATILE 9		/* rax, rcx, rdx, rsi, rdi, r8-r11 */
+#define NSAVED 4		/* rbp, r12-r14 */
+#define SAVED 72
+#define NVECTOR 16		/* xmm0-xmm15 */
+#define VECTORS 112
+static void call_on(void *sp, u8 *dst, const u32 *key, u32 *counter, size_t n)
+{
+	register u8 *rdi __asm__("rdi") = dst;
+	register const u32 *rsi __asm__("rsi") = key;
+	register u32 *rdx __asm__("rdx") = counter;
+	register size_t rcx __asm__("rcx") = n;
+	register void *rax __asm__("rax") = sp;
+	register unsigned long *r15 __asm__("r15") = regs;
+
+	/* rbx keeps the driver's sp */
+	__asm__ volatile(
+		"mov %%rsp, %%rbx\n\t"
+		"mov %%rax, %%rsp\n\t"
+		"mov $0x5a5a5a5a5a5a5a5a, %%rbp\n\t"
+		"mov %%rbp, %%r12\n\tmov %%rbp, %%r13\n\tmov %%rbp, %%r14\n\t"
+		"xor %%eax, %%eax\n\txor %%r8d, %%r8d\n\txor %%r9d, %%r9d\n\t"
+		"xor %%r10d, %%r10d\n\txor %%r11d, %%r11d\n\t"
+		"pxor %%xmm0, %%xmm0\n\tpxor %%xmm1, %%xmm1\n\tpxor %%xmm2, %%xmm2\n\tpxor %%xmm3, %%xmm3\n\t"
+		"pxor %%xmm4, %%xmm4\n\tpxor %%xmm5, %%xmm5\n\tpxor %%xmm6, %%xmm6\n\tpxor %%xmm7, %%xmm7\n\t"
+		"pxor %%xmm8, %%xmm8\n\tpxor %%xmm9, %%xmm9\n\tpxor %%xmm10, %%xmm10\n\tpxor %%xmm11, %%xmm11\n\t"
+		"pxor %%xmm12, %%xmm12\n\tpxor %%xmm13, %%xmm13\n\tpxor %%xmm14, %%xmm14\n\tpxor %%xmm15, %%xmm15\n\t"
+		"call __arch_chacha20_blocks_nostack\n\t"
+		"mov %%rbx, %%rsp\n\t"
+		"mov %%rax, 0(%%r15)\n\tmov %%rcx, 8(%%r15)\n\tmov %%rdx, 16(%%r15)\n\t"
+		"mov %%rsi, 24(%%r15)\n\tmov %%rdi, 32(%%r15)\n\tmov %%r8, 40(%%r15)\n\t"
+		"mov %%r9, 48(%%r15)\n\tmov %%r10, 56(%%r15)\n\tmov %%r11, 64(%%r15)\n\t"
+		"mov %%rbp, 72(%%r15)\n\tmov %%r12, 80(%%r15)\n\tmov %%r13, 88(%%r15)\n\tmov %%r14, 96(%%r15)\n\t"
+		"movdqu %%xmm0, 112(%%r15)\n\tmovdqu %%xmm1, 128(%%r15)\n\tmovdqu %%xmm2, 144(%%r15)\n\t"
+		"movdqu %%xmm3, 160(%%r15)\n\tmovdqu %%xmm4, 176(%%r15)\n\tmovdqu %%xmm5, 192(%%r15)\n\t"
+		"movdqu %%xmm6, 208(%%r15)\n\tmovdqu %%xmm7, 224(%%r15)\n\tmovdqu %%xmm8, 240(%%r15)\n\t"
+		"movdqu %%xmm9, 256(%%r15)\n\tmovdqu %%xmm10, 272(%%r15)\n\tmovdqu %%xmm11, 288(%%r15)\n\t"
+		"movdqu %%xmm12, 304(%%r15)\n\tmovdqu %%xmm13, 320(%%r15)\n\tmovdqu %%xmm14, 336(%%r15)\n\t"
+		"movdqu %%xmm15, 352(%%r15)"
+		: "+r"(rdi), "+r"(rsi), "+r"(rdx), "+r"(rcx), "+r"(rax), "+r"(r15)
+		:
+		: "rbx", "rbp", "r8", "r9", "r10", "r11", "r12", "r13", "r14",
+		  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+		  "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
+}
 #else
 #error "no call_on for this architecture"
 #endif
