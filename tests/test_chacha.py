@@ -2,7 +2,7 @@
 __arch_chacha20_blocks_nostack), built on its own and run under qemu-user.
 
 The fragment is rendered and assembled as the image's sources are (the
-target's toolchain and flags), linked with tests/chacha_driver.c (compiled
+target's toolchain and flags, and the other one: clang or GNU), linked with tests/chacha_driver.c (compiled
 as the target's harness is) and run: RFC 8439's vectors, the reference of
 the driver for block counts 0-17, 31, 63, 64 at counters that carry into
 the high word and wrap, dst's neighbours untouched, the counter advanced,
@@ -42,10 +42,19 @@ def e_flags(path, target):
     return int.from_bytes(head[48:52] if target.elf.elf_class == 64 else head[36:40], target.elf.endian)
 
 
-def build(target, work, source=None):
+def other_toolchain(target):
+    """The environment that selects the toolchain the target is not built
+    with by default (GNU for clang's targets, clang for GNU's), or None."""
+    if target.toolchain.default == "gnu":
+        return {"LLVM": "-19"}
+    return {"CROSS_COMPILE": f"{target.toolchain.gnu_triple}-"} if target.toolchain.gnu_triple else None
+
+
+def build(target, work, source=None, env=None):
     """The driver linked with the target's routine (`source`: the rendered
-    fragment, else rendered here); returns the executable."""
-    builder = Builder(target, stream=io.StringIO())
+    fragment, else rendered here; `env`: the toolchain's, as for `vdsogen
+    build`); returns the executable."""
+    builder = Builder(target, env=env, stream=io.StringIO())
     asm = work / "chacha20.S"
     asm.write_text(source if source is not None else Renderer(target).render(target.fragment("chacha20.S.j2")))
     routine = work / "chacha20.o"
@@ -95,6 +104,13 @@ def executables(tmp_path_factory):
 def test_routine_against_rfc_and_reference(name, executables):
     target, exe = executables(name)
     proc = run(target, exe)
+    assert (proc.returncode, proc.stdout) == (0, "ok\n"), proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("name", [n for n in ROUTINES if other_toolchain(load_target(n))])
+def test_routine_built_with_the_other_toolchain(name, tmp_path):
+    target = load_target(name)
+    proc = run(target, build(target, tmp_path, env=other_toolchain(target)))
     assert (proc.returncode, proc.stdout) == (0, "ok\n"), proc.stdout + proc.stderr
 
 
