@@ -370,4 +370,14 @@ int bench_main(int argc, char **argv);
 int trap_install(uintptr_t lo, uintptr_t hi);
 void grp_trap(void);
 
+/* ------------------------------------------------------------------ */
+/* checks-futex.c (x86)                                                */
+
+/*
+ * The checks NAME.unlock, .contended and .critical_section of a robust-futex
+ * unlock at fn (nothing when NULL) whose pending-op pointer is pop_size
+ * bytes; its labels are PREFIX{start,success,end}.
+ */
+void h_check_futex(const char *name, const char *prefix, void *fn, unsigned pop_size);
+
 #endif /* VDSOGEN_HARNESS_INTERNAL_H */

@@ -220,6 +220,9 @@ def expected_checks(target):
     names += list(target.harness.checks)
     if "vsyscall" in impls:
         names += ["vsyscall.getpid", "vsyscall.error", "vsyscall.six_arguments"]
+    for impl in ("futex_robust_list64_try_unlock", "futex_robust_list32_try_unlock"):
+        if impl in impls:
+            names += [f"{impl}.{c}" for c in ("unlock", "contended", "critical_section")]
     if target.trampolines and (paths.ARCH / target.arch / "harness-signal.h.j2").is_file():
         names.append("unwind.eh_frame")
         names += [f"{c}.{t.name}" for t in target.trampolines if t.syscall in ("sigreturn", "rt_sigreturn")

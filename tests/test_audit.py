@@ -141,7 +141,7 @@ def test_rules_have_one_line_reasons_and_explanations():
 
 # -- JSON ---------------------------------------------------------------------------------
 
-IMAGE_KEYS = {"file", "status", "error", "abi", "elf", "size", "findings", "consumers", "counts"}
+IMAGE_KEYS = {"file", "status", "error", "abi", "elf", "size", "findings", "consumers", "counts", "exports"}
 
 
 def check_schema(doc):

@@ -11,7 +11,8 @@ from conftest import vdsogen
 from vdsogen.elf.consts import EM_X86_64
 from vdsogen.elf.reader import ElfImage
 
-EXPORTS = {"__vdso_clock_gettime", "__vdso_gettimeofday", "__vdso_getcpu", "__vdso_time", "__vdso_clock_getres"}
+EXPORTS = {"__vdso_clock_gettime", "__vdso_gettimeofday", "__vdso_getcpu", "__vdso_time", "__vdso_clock_getres",
+           "__vdso_futex_robust_list64_try_unlock", "__vdso_futex_robust_list32_try_unlock"}
 TRAP_CHECKS = {"trap", "trap.answered", "trap.none", "trap.clock_gettime", "trap.clock_gettime.invalid",
                "trap.clock_getres", "trap.gettimeofday"}
 

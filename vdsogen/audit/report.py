@@ -33,6 +33,7 @@ class Report:
     findings: list = field(default_factory=list)
     consumers: list = field(default_factory=list)
     work: int = 0                        # units of the work budget used (vdsogen.elf.Budget)
+    exports: Any = None                  # vdsogen.audit.exportset.ExportSet, where the catalogue dates the ABI's
 
     def count(self, severity: str) -> int:
         return sum(f.severity == severity for f in self.findings)
@@ -66,7 +67,8 @@ def elf_summary(img: ElfImage) -> dict[str, Any]:
 def report_dict(r: Report) -> dict[str, Any]:
     doc = {"file": r.path, "status": r.status, "error": None, "abi": None, "elf": None, "size": None,
            "findings": [f.as_dict() for f in r.findings], "consumers": [c.as_dict() for c in r.consumers],
-           "counts": {s: r.count(s) for s in rules.SEVERITIES}}
+           "counts": {s: r.count(s) for s in rules.SEVERITIES},
+           "exports": r.exports.as_dict() if r.exports is not None else None}
     if r.error is not None:
         doc["error"] = {"message": error_message(r.error), "offset": r.error.offset}
     if r.image is not None:
@@ -149,6 +151,8 @@ def render_text(reports: Sequence[Report], profile: str, stream: TextIO | None =
                     at = f" at 0x{x.address:x}" if x.address is not None else ""
                     detail = f": {x.detail}" if x.detail else ""
                     print(f"{p}:     {x.symbol}@{x.version} {x.status}{at}{detail}", file=stream)
+        if r.exports is not None:
+            print(f"{p}: exports: {r.exports.line()}", file=stream)
         print(f"{p}: {_counts(r, profile)}", file=stream)
 
 

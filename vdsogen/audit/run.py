@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from vdsogen.audit import report, rules
 from vdsogen.audit.consumers import simulate
+from vdsogen.audit.exportset import export_set
 from vdsogen.audit.report import Report
 from vdsogen.spec import abi
 from vdsogen.elf.consts import AT_SYSINFO_EHDR, AUXV
@@ -58,8 +59,9 @@ def judge(img: ElfImage, detection: abi.Detection, expect: rules.Expect, profile
             except Unreadable as err:
                 raise ImageError(img.path, str(err), err.offset) from None
     img.budget.disarm()                # the report may read a little more
+    exports = export_set(img, detection.abi) if detection.abi is not None else None
     return Report(img.path, status=status, image=img, detection=detection, findings=findings,
-                  consumers=consumers, work=img.budget.used)
+                  consumers=consumers, work=img.budget.used, exports=exports)
 
 
 def audit_bytes(name: str | os.PathLike, data: bytes | None, arch: str | None = None,

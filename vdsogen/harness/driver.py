@@ -324,6 +324,9 @@ def _harness_env(target, image, aux_clocks=None, soak=0):
     said (VDSOGEN_HARNESS_AUX); how long the racing writers run, when longer
     than their 100 ms (VDSOGEN_HARNESS_SOAK, seconds)."""
     env = {}
+    labels = _kernel_labels(target, image)
+    if labels:
+        env["VDSOGEN_HARNESS_LABELS"] = labels
     if aux_clocks is not None:
         env["VDSOGEN_HARNESS_AUX"] = aux_clocks
     if soak:
@@ -334,6 +337,28 @@ def _harness_env(target, image, aux_clocks=None, soak=0):
         if not built_for_bti(ElfImage(str(image))):
             env["VDSOGEN_HARNESS_UNGUARDED"] = "1"
     return {**os.environ, **env} if env else None
+
+
+def _kernel_labels(target, image):
+    """"NAME=OFFSET ..." of the ABI's kernel labels inside entry points
+    (abi.toml kernel_labels) that the unstripped image, or vdso.so.dbg of the
+    same build beside it, defines: harness/checks-futex.c holds the robust-
+    futex unlock's critical section to them.  "" when there is none (a
+    stripped image of Linux's: the harness then checks the window it sees)."""
+    from vdsogen.elf.consts import NT_GNU_BUILD_ID
+    from vdsogen.elf.reader import ElfImage
+
+    def build_id(img):
+        return next((bytes(n.desc) for n in img.notes if n.name == "GNU" and n.type == NT_GNU_BUILD_ID), None)
+
+    img = ElfImage(str(image))
+    dbg_path = Path(image).with_name(Path(image).name + ".dbg")
+    if not img.symtab and dbg_path.is_file():
+        dbg = ElfImage(str(dbg_path))
+        img = dbg if build_id(dbg) == build_id(img) else img
+    base = min((s.vaddr for s in img.loads), default=0)
+    names = {k.name for k in target.abi.kernel_labels}
+    return " ".join(f"{s.name}={s.value - base:#x}" for s in img.symtab if s.defined and s.name in names)
 
 
 def _aux_clocks(target, aux_clocks, built):

@@ -34,3 +34,9 @@ int __vdso_clock_gettime64(clockid_t clock, struct vdso_timespec64 *ts)
 {
 	return vdso_clock_gettime64(&vdso_u_time_data, clock, ts);
 }
+
+int __vdso_clock_getres_time64(clockid_t clock, struct vdso_timespec64 *res);
+int __vdso_clock_getres_time64(clockid_t clock, struct vdso_timespec64 *res)
+{
+	return vdso_clock_getres_time64(&vdso_u_time_data, clock, res);
+}

@@ -16,6 +16,7 @@
 #define VDSO_NR_clock_gettime	263
 #define VDSO_NR_clock_getres	264
 #define VDSO_NR_clock_gettime64	403
+#define VDSO_NR_clock_getres_time64	406
 
 /*
  * The seqcount's smp_rmb(), in the inner-shareable domain: a load-load

@@ -12,7 +12,7 @@
 #define VDSO_HAS_GETTIMEOFDAY	1
 #define VDSO_HAS_TIME	0
 #define VDSO_HAS_CLOCK_GETRES	1
-#define VDSO_HAS_CLOCK_GETRES_TIME64	0
+#define VDSO_HAS_CLOCK_GETRES_TIME64	1
 #define VDSO_HAS_GETCPU	0
 
 /* Layout linux-6.17: the time data, its clock records and timestamps. */

@@ -41,6 +41,12 @@ int __vdso_clock_getres(clockid_t clock, struct vdso_timespec *res)
 	return vdso_clock_getres(&vdso_u_time_data, clock, res);
 }
 
+int __vdso_clock_getres_time64(clockid_t clock, struct vdso_timespec64 *res);
+int __vdso_clock_getres_time64(clockid_t clock, struct vdso_timespec64 *res)
+{
+	return vdso_clock_getres_time64(&vdso_u_time_data, clock, res);
+}
+
 long __vdso_getcpu(unsigned int *cpu, unsigned int *node, void *unused);
 long __vdso_getcpu(unsigned int *cpu, unsigned int *node, void *unused)
 {

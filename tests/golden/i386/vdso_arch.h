@@ -17,6 +17,7 @@
 #define VDSO_NR_clock_getres	266
 #define VDSO_NR_getcpu	318
 #define VDSO_NR_clock_gettime64	403
+#define VDSO_NR_clock_getres_time64	406
 #define VDSO_NR_sigreturn	119
 #define VDSO_NR_rt_sigreturn	173
 

@@ -16,6 +16,7 @@
 #define VDSO_NR_clock_gettime	6226
 #define VDSO_NR_clock_getres	6227
 #define VDSO_NR_clock_gettime64	6403
+#define VDSO_NR_clock_getres_time64	6406
 
 /*
  * The seqcount needs later loads ordered after earlier ones.  Loongson-3

@@ -16,6 +16,7 @@
 #define VDSO_NR_clock_gettime	4263
 #define VDSO_NR_clock_getres	4264
 #define VDSO_NR_clock_gettime64	4403
+#define VDSO_NR_clock_getres_time64	4406
 
 /*
  * The seqcount needs later loads ordered after earlier ones.  Loongson-3

@@ -47,5 +47,6 @@
 	vdso_entry __vdso_gettimeofday, vdso_c_gettimeofday, $6
 	vdso_entry __vdso_clock_getres, vdso_c_clock_getres, $6
 	vdso_entry __vdso_clock_gettime64, vdso_c_clock_gettime64, $6
+	vdso_entry __vdso_clock_getres_time64, vdso_c_clock_getres_time64, $6
 
 	.section .note.GNU-stack, "", %progbits

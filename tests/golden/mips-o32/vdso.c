@@ -31,3 +31,9 @@ int vdso_c_clock_gettime64(clockid_t clock, struct vdso_timespec64 *ts, const vd
 {
 	return vdso_clock_gettime64(vd, clock, ts);
 }
+
+int vdso_c_clock_getres_time64(clockid_t clock, struct vdso_timespec64 *res, const vdso_time_data_t *vd) __attribute__((visibility("hidden")));
+int vdso_c_clock_getres_time64(clockid_t clock, struct vdso_timespec64 *res, const vdso_time_data_t *vd)
+{
+	return vdso_clock_getres_time64(vd, clock, res);
+}
