@@ -1,12 +1,13 @@
 """vdsogen inside a kernel build: the x86 glue (docs/Makefile.vdsogen,
-docs/kernel/vdsogen-image-64.c, docs/kernel/linux-6.12/x86_64.toml) run by
-a miniature Kbuild.
+docs/kernel/vdsogen-image-64.c, docs/kernel/linux-6.12/x86_64.toml) and the
+arm64 glue (docs/kernel/arm64/) run by a miniature Kbuild.
 
 The miniature keeps what Kbuild does that vdsogen meets: CC, LD and OBJCOPY
 chosen and exported as Kbuild's top Makefile chooses them (the GNU toolchain
 under CROSS_COMPILE=, LLVM=1 or LLVM=-N for clang); quiet, silent (make -s,
 found in the first word of MAKEFLAGS) and V=1 command echoing through
-$(call cmd,...); an O=-less tree with obj and src; and `make vdso_install`
+$(call cmd,...); an O=-less tree with obj and src (v6.10 on: the source
+directory's full path); the arch vDSO Makefiles' shape; and `make vdso_install`
 as a separate make that copies the listed NAME.so.dbg files, unbuilt, to
 NAME.so.  Stub headers give the glue x86's struct vdso_image (v6.12) and
 __ro_after_init; a host program linked with the glue's object checks what
@@ -29,7 +30,7 @@ KBUILD = r"""
 srctree := $(CURDIR)
 objtree := $(CURDIR)
 obj := arch/x86/entry/vdso
-src := $(obj)
+src := $(srctree)/$(obj)
 all:
 include $(objtree)/.config	# Kbuild's include/config/auto.conf
 
@@ -64,7 +65,7 @@ quiet_cmd_cc_o_c = CC      $@
       cmd_cc_o_c = $(CC) -c -O2 -fno-pic -Wall -Werror -I$(srctree)/include -I$(obj) -o $@ $<
 
 obj-y :=
-include $(srctree)/$(src)/Makefile.vdsogen
+include $(src)/Makefile.vdsogen
 
 all: $(addprefix $(obj)/,$(obj-y))
 $(obj)/%.o: $(src)/%.c
@@ -209,8 +210,8 @@ def test_quiet_and_verbose_lines(tree):
     assert " -nostdlib " in verbose.stderr and "  LD      " not in verbose.stderr
 
 
-def producer(tree):
-    image = ElfImage(str(tree / VDSO / "vdsogen" / "vdso.so.dbg"))
+def producer(tree, vdso=VDSO):
+    image = ElfImage(str(tree / vdso / "vdsogen" / "vdso.so.dbg"))
     return bytes(image.section_bytes(image.section(".comment"))).decode(errors="replace")
 
 
@@ -271,3 +272,61 @@ def test_vdso_install_installs_the_unstripped_image(tree, tmp_path):
     installed = lib / "vdso" / "vdso64.so"
     assert installed.read_bytes() == (tree / VDSO / "vdsogen" / "vdso.so.dbg").read_bytes()
     assert ElfImage(str(installed)).section(".debug_info") is not None
+
+
+# arch/arm64/kernel/vdso/Makefile's shape (v6.12): vdso.so.dbg linked from
+# the kernel's objects, vdso.so its objcopy -S (which vdso-wrap.S
+# assembles in), include/generated/vdso-offsets.h from its VDSO_ symbols;
+# the fragment is included last.
+ARM64_VDSO = "arch/arm64/kernel/vdso"
+ARM64 = KBUILD.split("obj := ")[0] + r"""obj := arch/arm64/kernel/vdso
+src := $(srctree)/$(obj)
+all: $(obj)/vdso.so include/generated/vdso-offsets.h
+""" + KBUILD.split("all:\n", 1)[1].split("obj-y :=")[0] + r"""
+$(obj)/vdso.so.dbg: $(obj)/vgettimeofday.o
+	$(call cmd,vdsold_and_vdso_check)
+$(obj)/vgettimeofday.o:
+	@echo 'the kernel own vDSO object' > $@
+$(obj)/%.so: $(obj)/%.so.dbg
+	$(call cmd,objcopy)
+quiet_cmd_objcopy = OBJCOPY $@
+      cmd_objcopy = $(OBJCOPY) -S $< $@
+include/generated/vdso-offsets.h: $(obj)/vdso.so.dbg
+	@mkdir -p $(dir $@)
+	$(call cmd,vdsosym)
+quiet_cmd_vdsosym = VDSOSYM $@
+      cmd_vdsosym = false
+quiet_cmd_vdsold_and_vdso_check = LD      $@
+      cmd_vdsold_and_vdso_check = false
+
+include $(src)/Makefile.vdsogen
+"""
+
+
+@pytest.fixture
+def arm64_tree(tmp_path):
+    t = tmp_path / "linux"
+    (t / ARM64_VDSO).mkdir(parents=True)
+    shutil.copy(ROOT / "docs" / "kernel" / "arm64" / "Makefile.vdsogen", t / ARM64_VDSO / "Makefile.vdsogen")
+    (t / "arch" / "arm64" / "vdsogen").mkdir()
+    shutil.copy(ROOT / "docs" / "kernel" / "linux-6.12" / "arm64.toml", t / "arch" / "arm64" / "vdsogen")
+    (t / "Makefile").write_text(ARM64)
+    (t / ".config").write_text("CONFIG_ARM64=y\nCONFIG_HZ=250\nCONFIG_GENERIC_GETTIMEOFDAY=y\nCONFIG_TIME_NS=y\n")
+    return t
+
+
+def test_arm64_glue_replaces_the_image_and_its_offsets(arm64_tree):
+    t = arm64_tree
+    built(t, "CROSS_COMPILE=aarch64-linux-gnu-")
+    out = t / ARM64_VDSO / "vdsogen"
+    assert (t / ARM64_VDSO / "vdso.so.dbg").read_bytes() == (out / "vdso.so.dbg").read_bytes()
+    image = ElfImage(str(t / ARM64_VDSO / "vdso.so"))
+    assert image.section(".debug_info") is None and "GCC:" in producer(t, ARM64_VDSO)
+    offsets = {line.split()[1]: int(line.split()[2], 16)
+               for line in (t / "include" / "generated" / "vdso-offsets.h").read_text().splitlines()}
+    rt_sigreturn = next(s.value for s in image.dynsym if s.name == "__kernel_rt_sigreturn")
+    assert offsets["vdso_offset_sigtramp"] == rt_sigreturn == offsets["vdso_offset___kernel_rt_sigreturn"]
+    assert all(name.startswith("vdso_offset_") for name in offsets)
+    again = make(t, "CROSS_COMPILE=aarch64-linux-gnu-")
+    assert again.stdout.strip() == "make: Nothing to be done for 'all'.", again.stdout + again.stderr
+    assert make(t, "-q", "CROSS_COMPILE=aarch64-linux-gnu-").returncode == 0
