@@ -185,7 +185,7 @@ say QEMU "$QEMU (timeout ${BOOT_TIMEOUT} s)"
 start=$(date +%s)
 set +e
 # shellcheck disable=SC2086
-timeout "$BOOT_TIMEOUT" nice -n 19 "$QEMU" $QEMU_ARGS -nographic -no-reboot -monitor none -serial stdio \
+timeout "$BOOT_TIMEOUT" nice -n 19 "$QEMU" $QEMU_ARGS -nographic -no-reboot -nic none -monitor none -serial stdio \
 	-kernel "$OBJ/$KIMAGE" -initrd "$RUN/initramfs.cpio.gz" \
 	-append "$APPEND panic=-1 LD_LIBRARY_PATH=/lib" > "$RUN/console.log" 2>&1 </dev/null
 set -e
