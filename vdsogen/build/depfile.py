@@ -2,7 +2,7 @@
 
 A build records in DIR/.vdsogen-state.json what its outputs were made
 from: the request (target, --specs, --kconfig, --emit, LLVM=,
-CROSS_COMPILE=), the programs it ran (where PATH found them, their size and
+CROSS_COMPILE=, CC=, LD=, OBJCOPY=), the programs it ran (where PATH found them, their size and
 mtime), a hash of every input file (the spec, its layout and every layout
 it extends, the ABI and function catalogues, the templates, the arch
 fragment directories, the .config, vdsogen's own modules), a hash of the
@@ -18,7 +18,9 @@ fragment of the target's directories counts, except the harness's own
 
 --depfile=FILE writes the same inputs, and the programs, as a make rule
 whose targets are the outputs (paths as the command line named them), with
-an empty rule per input so that a deleted input does not stop make.
+an empty rule per input so that a deleted input does not stop make.  It
+names only what exists: a missing prerequisite is out of date for make
+forever, so `make` after `make` would run vdsogen again and `make -q` fail.
 """
 
 import hashlib
@@ -34,6 +36,7 @@ from vdsogen.fsutil import write_atomic
 STATE = ".vdsogen-state.json"
 STATE_VERSION = 1
 IMAGES = ("vdso.so.dbg", "vdso.so")
+TOOLCHAIN_VARIABLES = ("LLVM", "CROSS_COMPILE", "CC", "LD", "OBJCOPY")    # toolchain.select_programs
 _PACKAGE = Path(__file__).resolve().parent.parent
 
 
@@ -80,7 +83,7 @@ class Request:
             "state": STATE_VERSION, "vdsogen": __version__, "target": self.target,
             "specs": _absolute(self.specs), "kconfig": _absolute(self.kconfig),
             "emit": sorted(self.emit), "emit_name": self.emit_name,
-            "LLVM": self.env.get("LLVM", ""), "CROSS_COMPILE": self.env.get("CROSS_COMPILE", ""),
+            **{v: self.env.get(v, "") for v in TOOLCHAIN_VARIABLES},
             "programs": programs,
             **({"test_counter": True} if self.test_counter else {}),
         }
@@ -190,7 +193,10 @@ def write_depfile(path, targets, states, requests):
     """Write FILE for the built targets, only when its text changes."""
     deps = []
     for state, request in zip(states, requests):
-        deps += sorted(state["inputs"]) + sorted(state["dirs"])
+        # Only what exists: make remakes a target whose prerequisite is missing,
+        # every time.  A directory a lookup went through that did not exist
+        # (--specs=DIR without layouts/) is seen by the listing of its parent.
+        deps += sorted(p for group in ("inputs", "dirs") for p, digest in state[group].items() if digest)
         deps += [p for p in request.programs().values() if p]
     text = render_depfile(targets, list(dict.fromkeys(deps))).encode()
     try:

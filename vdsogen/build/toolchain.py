@@ -2,7 +2,13 @@
 
 Kernel conventions: LLVM=1 (or LLVM=-19, LLVM=/path/) selects clang and lld
 with the kernel's meaning; CROSS_COMPILE=prefix- without LLVM selects the
-GNU cross toolchain; neither selects clang-19 with lld-19.  V=1 prints
+GNU cross toolchain; neither selects clang-19 with lld-19.  CC=, LD= and
+OBJCOPY= name the programs themselves, as in Kbuild, which sets and exports
+them (CC=$(CROSS_COMPILE)gcc unless LLVM=): inside a kernel build vdsogen
+uses the kernel's compiler.  A CC whose program is named clang* is clang
+(its --target= is added); any other is a GNU compiler, which links through
+itself with the linker LD names (ld, ld.bfd: its own; ld.gold, ld.lld:
+-fuse-ld=).  V=1 prints
 every command instead of the one-line summaries.  These progress lines go
 to standard error (a command's results go to standard output);
 the -q of `vdsogen build`, `test` and `bench` silences them, their -v is
@@ -37,26 +43,37 @@ COMMON_CFLAGS = (
 
 @dataclass(frozen=True)
 class Programs:
-    """The programs LLVM= and CROSS_COMPILE= select, before any target is known."""
+    """The programs LLVM=, CROSS_COMPILE=, CC=, LD= and OBJCOPY= select, before any target is known."""
     kind: str          # "llvm" or "gnu"
-    cc: str
+    cc: str            # a command: CC="ccache gcc" is two words
     linker: str
     objcopy: str
 
     def found(self):
         """Each program and where PATH has it (None when missing)."""
-        return {p: shutil.which(p) for p in (self.cc, self.linker, self.objcopy)}
+        return {p: shutil.which(p) for p in (_program(self.cc), self.linker, self.objcopy)}
+
+
+def _program(command):
+    """The program a command runs: its first word."""
+    words = shlex.split(command)
+    return words[0] if words else command
 
 
 def select_programs(env=None, gnu_default=None):
     """`gnu_default`: the GNU triple of a target whose toolchain is GNU
-    when neither LLVM= nor CROSS_COMPILE= is set (spec: toolchain.default)."""
+    when neither LLVM=, CROSS_COMPILE= nor CC= is set (spec: toolchain.default)."""
     env = os.environ if env is None else env
     llvm = env.get("LLVM", "")
     cross = env.get("CROSS_COMPILE", "")
-    if not llvm and not cross and gnu_default:
-        cross = f"{gnu_default}-"
-    if llvm or not cross:
+    cc = env.get("CC", "").strip()
+    if cc:
+        kind = "llvm" if os.path.basename(_program(cc)).startswith("clang") else "gnu"
+    else:
+        if not llvm and not cross and gnu_default:
+            cross = f"{gnu_default}-"
+        kind = "llvm" if llvm or not cross else "gnu"
+    if kind == "llvm":
         if llvm in ("", "0"):
             prefix, suffix = "", DEFAULT_LLVM_SUFFIX
         elif llvm == "1":
@@ -65,9 +82,23 @@ def select_programs(env=None, gnu_default=None):
             prefix, suffix = "", llvm
         else:
             prefix, suffix = llvm if llvm.endswith("/") else llvm + "/", ""
-        return Programs("llvm", f"{prefix}clang{suffix}", f"{prefix}ld.lld{suffix}",
-                        f"{prefix}llvm-objcopy{suffix}")
-    return Programs("gnu", f"{cross}gcc", f"{cross}ld", f"{cross}objcopy")
+        chosen = (f"{prefix}clang{suffix}", f"{prefix}ld.lld{suffix}", f"{prefix}llvm-objcopy{suffix}")
+    else:
+        chosen = (f"{cross}gcc", f"{cross}ld", f"{cross}objcopy")
+    given = (cc, env.get("LD", "").strip(), env.get("OBJCOPY", "").strip())
+    return Programs(kind, *(g or c for g, c in zip(given, chosen)))
+
+
+def _gnu_link_flags(linker):
+    """What makes a GNU compiler link with `linker` (LD=): it runs its own GNU
+    ld unless -fuse-ld= names another."""
+    name = os.path.basename(linker)
+    for suffix, flags in (("ld", ()), ("ld.bfd", ()), ("ld.gold", ("-fuse-ld=gold",)),
+                          ("ld.lld", ("-fuse-ld=lld",))):
+        if name == suffix or name.endswith("-" + suffix):
+            return flags
+    raise BuildError(f"LD={linker}: a GNU compiler (CC=) links through itself, with ld, ld.bfd, "
+                     f"ld.gold or ld.lld")
 
 
 @dataclass(frozen=True)
@@ -83,12 +114,15 @@ class Tools:
 def select_tools(target, env=None):
     tc = target.toolchain
     p = select_programs(env, tc.gnu_triple if tc.default == "gnu" else None)
+    cc = tuple(shlex.split(p.cc))
     if p.kind == "llvm":
+        # A target that lld cannot link (ppc64's ELFv1) links with GNU ld whatever LD= says.
         linker = p.linker if tc.clang_linker == "lld" else f"{tc.gnu_triple}-ld"
-        return Tools("llvm", (p.cc, f"--target={tc.clang_target}"),
-                     (p.cc, f"--target={tc.link_clang_target or tc.clang_target}"),
+        return Tools("llvm", (*cc, f"--target={tc.clang_target}"),
+                     (*cc, f"--target={tc.link_clang_target or tc.clang_target}"),
                      (f"--ld-path={linker}",), p.objcopy, f"{p.cc} + {linker}")
-    return Tools("gnu", (p.cc,), (p.cc, *tc.link_gnu_flags), (), p.objcopy, f"{p.cc} + {p.linker}")
+    return Tools("gnu", cc, (*cc, *tc.link_gnu_flags), _gnu_link_flags(p.linker), p.objcopy,
+                 f"{p.cc} + {p.linker}")
 
 
 # The command line's -q ("quiet": no progress lines) or -v ("verbose": every

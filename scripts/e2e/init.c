@@ -1,0 +1,149 @@
+/*
+ * /init of the initramfs that scripts/kernel-e2e.sh boots on a kernel whose
+ * vDSO vdsogen built: runs each check as a child and powers off.
+ *
+ *   - /t/CHECK for every file in /t (the kernel's own vDSO selftests, built
+ *     from the same source): passes when it exits 0; exit 4 is kselftest's
+ *     skip (vdso_test_getcpu on an ABI whose vDSO has no getcpu), reported
+ *     as "skip NAME";
+ *   - /probe (vdsogen's, runner/probe.c): passes when the image at
+ *     AT_SYSINFO_EHDR has the build-id of vdsogen's vdso.so (VDSOGEN_BUILD_ID,
+ *     given when this is compiled), glibc's page clocks made no syscall and
+ *     the CPU-time control clock one.
+ *
+ * Prints "ok NAME", "skip NAME" or "FAIL NAME (why)" per check, every line
+ * of the probe's output with "# ", and last "e2e: P passed, S skipped, F failed".  PID 1
+ * never exits (the kernel would panic): it powers the machine off.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CHECK_TIMEOUT 300	/* seconds per check, TCG being slow */
+
+#define KSFT_SKIP 4
+
+static int passed, skipped, failed;
+
+static void result(int ok, const char *name, const char *why)
+{
+	if (ok) {
+		passed++;
+		printf("ok %s\n", name);
+	} else {
+		failed++;
+		printf("FAIL %s (%s)\n", name, why);
+	}
+}
+
+/* Run argv[0] with its output to fd `out` (-1: the console); its wait status, or -1. */
+static int run(char *const argv[], int out)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (out >= 0)
+			dup2(out, 1);
+		alarm(CHECK_TIMEOUT);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return status;
+}
+
+static void why(int status, char *buf, size_t size)
+{
+	if (status == -1)
+		snprintf(buf, size, "fork: %s", strerror(errno));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, size, "signal %d", WTERMSIG(status));
+	else
+		snprintf(buf, size, "exit %d", WEXITSTATUS(status));
+}
+
+static void selftests(void)
+{
+	struct dirent **names;
+	int i, n = scandir("/t", &names, NULL, alphasort);
+
+	for (i = 0; i < n; i++) {
+		char path[300], reason[64];
+		char *argv[] = { path, NULL };
+		int status;
+
+		if (names[i]->d_name[0] != '.') {
+			snprintf(path, sizeof(path), "/t/%s", names[i]->d_name);
+			printf("# %s\n", path);
+			fflush(stdout);
+			status = run(argv, -1);
+			why(status, reason, sizeof(reason));
+			if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == KSFT_SKIP) {
+				skipped++;
+				printf("skip %s\n", names[i]->d_name);
+			} else {
+				result(status == 0, names[i]->d_name, reason);
+			}
+		}
+		free(names[i]);
+	}
+	if (n < 0)
+		result(0, "selftests", "no /t");
+	free(names);
+}
+
+static void probe(void)
+{
+	char *argv[] = { "/probe", NULL };
+	char line[256], build_id[128] = "", reason[64];
+	int syscalls = -1, control = -1, status;
+	FILE *f = tmpfile();
+
+	status = f ? run(argv, fileno(f)) : -1;
+	why(status, reason, sizeof(reason));
+	result(status == 0, "probe.run", reason);
+	if (!f)
+		return;
+	rewind(f);
+	while (fgets(line, sizeof(line), f)) {
+		printf("# %s", line);
+		sscanf(line, "probe.build-id %127s", build_id);
+		sscanf(line, "probe.syscalls %d", &syscalls);
+		sscanf(line, "probe.control %d", &control);
+	}
+	result(!strcmp(build_id, VDSOGEN_BUILD_ID), "probe.build-id",
+	       "not vdsogen's " VDSOGEN_BUILD_ID);
+	result(syscalls == 0 && control == 1, "probe.no-syscalls",
+	       "page clocks entered the kernel, or the count does not work");
+}
+
+int main(void)
+{
+	mkdir("/proc", 0555);
+	mount("proc", "/proc", "proc", 0, NULL);
+	mkdir("/sys", 0555);
+	mount("sysfs", "/sys", "sysfs", 0, NULL);
+	mkdir("/dev", 0755);
+	mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
+	mkdir("/tmp", 01777);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	selftests();
+	probe();
+	printf("e2e: %d passed, %d skipped, %d failed\n", passed, skipped, failed);
+	fflush(stdout);
+	sync();
+	reboot(RB_POWER_OFF);
+	for (;;)
+		pause();
+}
