@@ -7,14 +7,18 @@
  *
  * The program runs under ptrace (PTRACE_SEIZE) with fork, vfork, clone and
  * exec events, every process and thread of it, from before its first exec.  At
- * each exec stop, before the new program runs one instruction, the kernel's
- * [vdso] mapping is replaced: an anonymous mapping of the image's size is
- * placed at the same address (so AT_SYSINFO_EHDR stays right and the kernel's
- * data pages stay directly below it), by a mmap the tracee is made to issue
- * itself (a syscall instruction written over its next instruction, with an
- * int3 behind it, then both put back), and the image is written into it
- * through /proc/PID/mem.  Whatever the kernel's vDSO occupied beyond the image
- * is unmapped; an image larger than the kernel's vDSO needs the pages after it
+ * each exec stop, before the new program runs one instruction, the image
+ * replaces the kernel's vDSO at the same address (so AT_SYSINFO_EHDR stays
+ * right and the kernel's data pages stay directly below it), mapped as a
+ * kernel maps one: the whole file, section headers too, zero-padded to whole
+ * pages.  Where it fits in the kernel's [vdso] it is written over that
+ * mapping's pages through /proc/PID/mem (copied on write, as a debugger's
+ * breakpoints are), zeros after it: the mapping stays the kernel's, named
+ * [vdso] in /proc/PID/maps.  A larger image gets an anonymous mapping in its
+ * place (a special mapping cannot grow, and a kernel names an anonymous
+ * mapping [anon:NAME] at most), by a mmap the tracee is made to issue itself (a syscall
+ * instruction written over its next instruction, with an int3 behind it, then
+ * both put back), and needs the pages after the kernel's vDSO
  * free.  DATA_BYTES is the size of the data pages the image expects below it:
  * the kernel's own ([vvar] and [vvar_vclock]) must add up to it, else the
  * process is refused.
@@ -117,7 +121,10 @@ static const struct abi_nrs nrs_x32 = {
 
 static const char *prog = "vdsogen run";
 
-/* The image as it is laid out in memory, from its PT_LOAD segments. */
+/*
+ * The image as a kernel maps it: the whole file (section headers too), its
+ * PT_LOADs where the file has them, zero-padded to whole pages.
+ */
 static unsigned char *image;
 static size_t image_size;		/* page-rounded */
 static int image_class, image_machine;
@@ -140,15 +147,17 @@ static void die(const char *fmt, ...)
 #define refuse(pid, ...)	do { kill((pid), SIGKILL); die(__VA_ARGS__); } while (0)
 
 /*
- * One pass over the PT_LOADs of the image in `file`, for either ELF class:
- * the first pass finds where they end, the second copies them into `image`.
+ * The PT_LOADs of the image in `file`, for either ELF class: each must sit
+ * at the same distance from its file offset as the first (a kernel maps a
+ * vDSO file as one piece); `end` becomes the end of the last in memory.
  */
-#define LOAD_SEGMENTS(Ehdr, Phdr) do {							\
+#define CHECK_SEGMENTS(Ehdr, Phdr) do {							\
 	const Ehdr *eh = (const void *)file;						\
+	int first = 1;									\
+	uint64_t bias = 0;								\
 											\
 	image_machine = eh->e_machine;							\
-	n = eh->e_phnum;								\
-	for (i = 0; i < n; i++) {							\
+	for (i = 0; i < eh->e_phnum; i++) {						\
 		const Phdr *ph = (const void *)(file + eh->e_phoff + i * eh->e_phentsize); \
 											\
 		if (eh->e_phoff + (i + 1) * eh->e_phentsize > (size_t)st.st_size)	\
@@ -157,10 +166,14 @@ static void die(const char *fmt, ...)
 			continue;							\
 		if (ph->p_offset + ph->p_filesz > (size_t)st.st_size)			\
 			die("%s: a PT_LOAD runs past the end of the file", path);	\
-		if (pass)								\
-			memcpy(image + ph->p_vaddr, file + ph->p_offset, ph->p_filesz);	\
-		else if (ph->p_vaddr + ph->p_memsz > end)				\
-			end = ph->p_vaddr + ph->p_memsz;				\
+		if (first)								\
+			bias = ph->p_vaddr - ph->p_offset;				\
+		else if (ph->p_vaddr - ph->p_offset != bias)				\
+			die("%s: its PT_LOADs are not laid out as in the file (a kernel maps a vDSO file as it is)", \
+			    path);							\
+		first = 0;								\
+		if (ph->p_offset + ph->p_memsz > end)					\
+			end = ph->p_offset + ph->p_memsz;				\
 	}										\
 } while (0)
 
@@ -168,7 +181,7 @@ static void load_image(const char *path)
 {
 	unsigned char *file;
 	struct stat st;
-	size_t i, n, end = 0;
+	size_t i, end = 0;
 	int fd = open(path, O_RDONLY);
 
 	if (fd < 0 || fstat(fd, &st) != 0)
@@ -180,20 +193,17 @@ static void load_image(const char *path)
 	if ((size_t)st.st_size < sizeof(Elf32_Ehdr) || memcmp(file, ELFMAG, SELFMAG) != 0)
 		die("%s: not an ELF image", path);
 	image_class = file[EI_CLASS];
-
-	/* Pass 1 sizes the span of the PT_LOADs, pass 2 copies them. */
-	for (int pass = 0; pass < 2; pass++) {
-		if (image_class == ELFCLASS64)
-			LOAD_SEGMENTS(Elf64_Ehdr, Elf64_Phdr);
-		else
-			LOAD_SEGMENTS(Elf32_Ehdr, Elf32_Phdr);
-		if (!pass) {
-			if (!end || end > (64UL << 20))
-				die("%s: no usable PT_LOAD segments", path);
-			image_size = (end + PAGE - 1) & ~(PAGE - 1);
-			image = calloc(1, image_size);
-		}
-	}
+	if (image_class == ELFCLASS64)
+		CHECK_SEGMENTS(Elf64_Ehdr, Elf64_Phdr);
+	else
+		CHECK_SEGMENTS(Elf32_Ehdr, Elf32_Phdr);
+	if (!end || end > (64UL << 20))
+		die("%s: no usable PT_LOAD segments", path);
+	if (end < (size_t)st.st_size)
+		end = st.st_size;
+	image_size = (end + PAGE - 1) & ~(PAGE - 1);
+	image = calloc(1, image_size);
+	memcpy(image, file, st.st_size);
 	free(file);
 }
 
@@ -360,16 +370,42 @@ static int set_sysinfo(pid_t pid, unsigned long sp, unsigned long value)
 	}
 }
 
-static void substitute(pid_t pid)
+/*
+ * An image larger than the kernel's [vdso] (a special mapping, which cannot
+ * grow): an anonymous mapping in its place, which /proc/PID/maps names not.
+ */
+static void replace_vdso(pid_t pid, enum abi abi, const struct abi_nrs *nrs, unsigned long lo, unsigned long end)
 {
 	struct user_regs_struct saved;
-	unsigned long lo = 0, hi = 0, data_lo = 0, next, end;
 	unsigned char code[PATCH];
 	sigset_t deferred;
+	long rc;
+
+	if (ptrace(PTRACE_GETREGS, pid, 0, &saved) != 0 || mem_io(pid, 0, saved.rip, code, PATCH) != 0)
+		refuse(pid, "process %d: cannot read its registers or code", pid);
+	/* Over the whole of the kernel's vDSO (a special mapping cannot be split). */
+	sigemptyset(&deferred);
+	rc = inject(pid, abi, &saved, &deferred, nrs->mmap, lo, end - lo, PROT_READ | PROT_EXEC,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1UL, 0);
+	if (rc != (long)lo)
+		refuse(pid, "process %d: mapping the image at 0x%lx failed (%ld)", pid, lo, rc);
+	if (mem_io(pid, 1, lo, image, image_size) != 0)
+		refuse(pid, "process %d: writing the image failed: %s", pid, strerror(errno));
+	if (mem_io(pid, 1, saved.rip, code, PATCH) != 0 || ptrace(PTRACE_SETREGS, pid, 0, &saved) != 0)
+		refuse(pid, "process %d: cannot restore its code and registers", pid);
+	/* The signals that came meanwhile, sent again (their sender's siginfo is lost). */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sigismember(&deferred, sig) == 1)
+			tgkill(pid, pid, sig);
+}
+
+static void substitute(pid_t pid)
+{
+	struct user_regs_struct regs;
+	unsigned long lo = 0, hi = 0, data_lo = 0, next, end;
 	int class, machine;
 	enum abi abi = tracee_abi(pid, &class, &machine);
 	const struct abi_nrs *nrs = abi == ABI_I386 ? &nrs_i386 : abi == ABI_X32 ? &nrs_x32 : &nrs_64;
-	long rc;
 
 	if (abi == ABI_OTHER || class != image_class || machine != image_machine)
 		return;		/* another ABI: it keeps the kernel's vDSO */
@@ -383,29 +419,26 @@ static void substitute(pid_t pid)
 		refuse(pid, "process %d: the image (%zu bytes) does not fit where the kernel's vDSO (%lu bytes) is: "
 		    "the next mapping starts at 0x%lx", pid, image_size, hi - lo, next);
 
-	if (ptrace(PTRACE_GETREGS, pid, 0, &saved) != 0 || mem_io(pid, 0, saved.rip, code, PATCH) != 0)
-		refuse(pid, "process %d: cannot read its registers or code", pid);
-	/* The kernel's vDSO goes as a whole (a special mapping cannot be split), then its excess. */
-	sigemptyset(&deferred);
-	rc = inject(pid, abi, &saved, &deferred, nrs->mmap, lo, end > hi ? end - lo : hi - lo, PROT_READ | PROT_EXEC,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1UL, 0);
-	if (rc != (long)lo)
-		refuse(pid, "process %d: mapping the image at 0x%lx failed (%ld)", pid, lo, rc);
-	if (hi > end) {
-		rc = inject(pid, abi, &saved, &deferred, nrs->munmap, end, hi - end, 0, 0, 0, 0);
-		if (rc != 0)
-			refuse(pid, "process %d: unmapping the rest of the kernel's vDSO failed (%ld)", pid, rc);
+	if (end <= hi) {
+		/*
+		 * The image within the kernel's [vdso]: written over its pages (copied on
+		 * write, as a debugger's breakpoints are), zeros after it.  The mapping stays
+		 * the kernel's, named [vdso], and the kernel's bookkeeping of it stays right.
+		 */
+		unsigned char *whole = calloc(1, hi - lo);
+
+		if (!whole)
+			refuse(pid, "out of memory");
+		memcpy(whole, image, image_size);
+		if (mem_io(pid, 1, lo, whole, hi - lo) != 0)
+			refuse(pid, "process %d: writing the image into its [vdso] failed: %s", pid, strerror(errno));
+		free(whole);
+	} else {
+		replace_vdso(pid, abi, nrs, lo, end);
 	}
-	if (mem_io(pid, 1, lo, image, image_size) != 0)
-		refuse(pid, "process %d: writing the image failed: %s", pid, strerror(errno));
-	if (abi == ABI_I386 && sysinfo_offset && set_sysinfo(pid, saved.rsp, lo + sysinfo_offset) != 0)
+	if (abi == ABI_I386 && sysinfo_offset && (ptrace(PTRACE_GETREGS, pid, 0, &regs) != 0 ||
+						  set_sysinfo(pid, regs.rsp, lo + sysinfo_offset) != 0))
 		refuse(pid, "process %d: cannot find AT_SYSINFO on its stack", pid);
-	if (mem_io(pid, 1, saved.rip, code, PATCH) != 0 || ptrace(PTRACE_SETREGS, pid, 0, &saved) != 0)
-		refuse(pid, "process %d: cannot restore its code and registers", pid);
-	/* The signals that came meanwhile, sent again (their sender's siginfo is lost). */
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sigismember(&deferred, sig) == 1)
-			tgkill(pid, pid, sig);
 }
 
 /* ---- the clock-syscall counter ----------------------------------------- */

@@ -129,23 +129,62 @@ def snapshot_fd(name):
     return int(name[len(SNAPSHOT):])
 
 
+def image_inputs(target, builder, files) -> str:
+    """A digest of everything an image built into the cache comes from: the target, the rendered
+    sources, the toolchain's commands and programs (by path, size and time), and vdsogen's build code."""
+    digest = hashlib.sha256(repr(target).encode())
+    for name, text in files:
+        digest.update(b"\0" + name.encode() + b"\0" + text.encode())
+    tools = builder.tools
+    digest.update(repr((tools, builder.cflags())).encode())
+    for program in sorted({tools.cc[0], tools.link[0], tools.objcopy, *(a.split("=", 1)[1] for a in tools.ld)}):
+        found = shutil.which(program)
+        st = os.stat(found) if found else None
+        digest.update(repr((program, found, st and (st.st_size, st.st_mtime_ns))).encode())
+    for path in sorted((paths.ROOT / "vdsogen" / "build").glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def cached_image(target) -> tuple[str, Path]:
+    """A snapshot() of the target's image in the cache, and its path, built when its inputs (image_inputs())
+    changed, never otherwise; the cache entry's lock is held throughout, so concurrent runs
+    build it once and each reads a whole image."""
+    from vdsogen.audit.check import build_validator
+    from vdsogen.build.image import build_target
+    from vdsogen.fsutil import locked_dir, write_atomic
+    from vdsogen.gen.render import sources
+
+    builder = _quiet_builder(target)
+    files = sources(target)
+    key = image_inputs(target, builder, files)
+    outdir = cache_dir() / "images" / (f"{target.name}-test" if target.test_counter else target.name)
+    stamp, image = outdir / "inputs", outdir / "vdso.so"
+    with locked_dir(outdir):
+        try:
+            fresh = image.is_file() and stamp.read_text() == key
+        except OSError:
+            fresh = False
+        if not fresh:
+            build_target(target, outdir, builder=builder, validate=build_validator, files=files, lock=False)
+            write_atomic(stamp, key.encode())
+        return snapshot(image), image
+
+
 def checked_image(target, image):
     """A snapshot() of `image`, or of the target's image built into the cache, that passes `vdsogen check`."""
     from vdsogen.audit.check import check_report
     from vdsogen.errors import ImageError
 
     if image is None:
-        from vdsogen.build.image import build_target
-        from vdsogen.audit.check import build_validator
-
-        name = f"{target.name}-test" if target.test_counter else target.name
-        image, _ = build_target(target, cache_dir() / "images" / name, builder=_quiet_builder(target),
-                                validate=build_validator)
-    path = Path(image)
-    if not path.is_file():
-        raise RunError(f"{image}: no such image")
+        snap, image = cached_image(target)
+    else:
+        path = Path(image)
+        if not path.is_file():
+            raise RunError(f"{image}: no such image")
+        snap = None
     try:
-        snap = snapshot(path)
+        snap = snap or snapshot(image)
         findings = check_report(target, snap).findings
     except ImageError as e:
         raise RunError(f"{image}: not a usable image: {e.args[0].replace(e.path, str(image), 1)}") from None
@@ -258,5 +297,5 @@ def run(target, argv, image=None, syscall_counts=None):
 
 
 __all__ = ["run", "prepare", "build_probe", "build_supervisor", "compile_cached", "install_cached", "checked_image",
-           "snapshot", "snapshot_fd",
+           "snapshot", "snapshot_fd", "cached_image", "image_inputs",
            "check_abi", "cache_dir", "runner_dir", "RunError", "PROBE"]
