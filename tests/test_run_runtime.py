@@ -73,3 +73,48 @@ def test_image_is_mapped_whole_as_vdso(built, tmp_path):
                     "--live", env={"PYTHONPATH": str(ROOT)})
     assert audit.returncode == 0, audit.stdout + audit.stderr
     assert audit.stdout.splitlines()[-1].startswith("[vdso]: 0 error(s), 0 warning(s)"), audit.stdout
+
+
+def as_kernels(so, dest, version=(7, 2, 13)):
+    """A copy of a vdsogen image as a kernel's would be: no notes of owner "vdsogen" (renamed), and a
+    Linux version note naming `version`."""
+    from vdsogen.elf.reader import ElfImage
+
+    img = ElfImage(str(so))
+    data = bytearray(so.read_bytes())
+    at = data.index(b"vdsogen\0")
+    data[at:at + 8] = b"kernelx\0"
+    code = (version[0] << 16 | version[1] << 8 | version[2]).to_bytes(4, img.endian)
+    old = next(bytes(n.desc) for n in img.notes if n.name == "Linux" and n.type == 0)
+    at = data.index(b"Linux\0\0\0" + old)
+    data[at + 8:at + 12] = code
+    dest.write_bytes(bytes(data))
+    return dest
+
+
+def probe_lines(text):
+    return dict(line.split(" ", 1) for line in text.splitlines() if line.startswith("probe.")
+                and not line.startswith(("probe.clock ", "probe.clock_getres ")))
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "arm64"])
+def test_a_kernels_image_is_judged_by_audit(arch, built, tmp_path):
+    """An image vdsogen did not build runs if `vdsogen audit` passes it as of the target's ABI (not
+    `vdsogen check` against the spec, which wants vdsogen's notes and exports): its data pages laid
+    out for the kernel its version note names, said on stderr."""
+    so = as_kernels(built(arch)[1], tmp_path / "vdso.so")
+    p = vdsogen("run", f"--arch={arch}", f"--image={so}", "--", "vdsogen-probe")
+    assert p.returncode == 0, p.stderr
+    assert "judged by `vdsogen audit` as of the" in p.stderr and "Linux 7.2.13" in p.stderr, p.stderr
+    got = probe_lines(p.stdout)
+    assert got["probe.control"] == ("1" if arch == "x86_64" else "unknown"), p.stdout
+    if arch == "x86_64":
+        assert got["probe.syscalls"] == "0", p.stdout
+
+
+def test_a_kernels_image_of_another_layout_is_refused_natively(built, tmp_path):
+    """Natively the image reads the running kernel's pages: one of Linux 6.12 (fewer pages) cannot."""
+    so = as_kernels(built("x86_64")[1], tmp_path / "vdso.so", (6, 12, 1))
+    p = vdsogen("run", "--arch=x86_64", f"--image={so}", "--", "true")
+    assert p.returncode == 2, p.stderr
+    assert "linux-6.12-x86" in p.stderr.splitlines()[-1], p.stderr

@@ -185,17 +185,60 @@ def checked_image(target, image):
         snap = None
     try:
         snap = snap or snapshot(image)
-        findings = check_report(target, snap).findings
+        ours = is_vdsogen_image(snap)
+        findings = (check_report(target, snap) if ours else audit_as(target, snap)).findings
     except ImageError as e:
         raise RunError(f"{image}: not a usable image: {e.args[0].replace(e.path, str(image), 1)}") from None
     errors = [f for f in findings if f.severity == "error"]
     if errors:
         from vdsogen.audit.report import finding_line
 
-        more = f" (and {len(errors) - 1} more: see `vdsogen check --arch {target.name} {image}`)" \
-            if len(errors) > 1 else ""
-        raise RunError(f"{image}: fails `vdsogen check` for {target.name}: {finding_line(errors[0])}{more}")
+        how = "check" if ours else "audit"
+        more = f" (and {len(errors) - 1} more: see `vdsogen {how} --arch {target.name if ours else target.abi.name} " \
+            f"{image}`)" if len(errors) > 1 else ""
+        raise RunError(f"{image}: fails `vdsogen {how}` for {target.name}: {finding_line(errors[0])}{more}")
     return snap
+
+
+def image_target(target, image):
+    """The target as the image reads its data pages: a kernel's image (not vdsogen's) reads them as
+    the kernel its version note names lays them out (vdsogen/harness/layouts.py, as `vdsogen test
+    --image` plays them), said in one line on stderr."""
+    from vdsogen.errors import ImageError
+    from vdsogen.harness.layouts import of_image
+
+    try:
+        if image is None or not Path(image).is_file() or is_vdsogen_image(image):
+            return target
+    except ImageError:
+        return target       # checked_image() says what is wrong with it
+    try:
+        choice = of_image(target, image)
+    except VdsogenError as e:
+        raise RunError(str(e.args[0])) from None
+    layout = choice.target.datapage.layout
+    print(f"vdsogen run: {image}: not built by vdsogen, so judged by `vdsogen audit` as of the {target.abi.name} "
+          f"ABI; its data pages are laid out as {layout.name} ({choice.why})", file=sys.stderr, flush=True)
+    return choice.target
+
+
+def is_vdsogen_image(path) -> bool:
+    """Whether the image at `path` is one vdsogen built (its notes of owner "vdsogen"); ImageError when unreadable."""
+    from vdsogen.elf.reader import ElfImage
+
+    return any(n.name == "vdsogen" for n in ElfImage(str(path)).notes)
+
+
+def audit_as(target, path):
+    """The audit of an image vdsogen did not build (a kernel's), as of the target's ABI: what any
+    consumer of a vDSO needs of it, not the export list of vdsogen's spec."""
+    from vdsogen.audit.run import expect_for, judge
+    from vdsogen.elf.reader import ElfImage
+    from vdsogen.spec.abi import Detection
+
+    img = ElfImage(str(path))
+    detection = Detection(target.abi, f"spec {target.name}")
+    return judge(img, detection, expect_for(img, detection), "linux")
 
 
 def _symbol(image, name):
@@ -256,6 +299,7 @@ def prepare(target, argv, image=None, syscall_counts=None):
     check_abi(target, program)
     if argv[0] == PROBE:
         argv = [program, *argv[1:]]
+    target = image_target(target, image)
     if target.toolchain.qemu is not None:
         from vdsogen.run.foreign import prepare_foreign
 
