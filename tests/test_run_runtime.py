@@ -6,6 +6,10 @@
   [vdso] mapping, the whole file (section headers too), zero-padded to whole
   pages, so /proc/self/maps names it [vdso] and `vdsogen audit --live` in a
   program under `run` reads the image whole.
+- Signals: i386 glibc installs its handlers without SA_RESTORER, so the
+  kernel returns from them into its own vDSO's trampolines; under `run` they
+  return through the image's (the supervisor supplies the restorer), with
+  nested signals and sigaltstack, and under qemu-user (arm64) as well.
 """
 
 import os
@@ -118,3 +122,118 @@ def test_a_kernels_image_of_another_layout_is_refused_natively(built, tmp_path):
     p = vdsogen("run", "--arch=x86_64", f"--image={so}", "--", "true")
     assert p.returncode == 2, p.stderr
     assert "linux-6.12-x86" in p.stderr.splitlines()[-1], p.stderr
+
+
+SIGNALS_C = r"""
+/* Signal handlers that return: plain, SA_SIGINFO, nested, on an alternate stack. */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+
+static volatile sig_atomic_t plain, info, inner, onstack;
+static volatile uintptr_t ret_plain, ret_info;
+static char alt[1 << 16];
+
+static void on_plain(int sig)
+{
+	(void)sig;
+	ret_plain = (uintptr_t)__builtin_return_address(0);
+	plain++;
+}
+
+static void on_inner(int sig)
+{
+	(void)sig;
+	inner++;
+}
+
+static void on_info(int sig, siginfo_t *si, void *uc)
+{
+	char here;
+
+	(void)uc;
+	ret_info = (uintptr_t)__builtin_return_address(0);
+	if (si->si_signo == sig)
+		info++;
+	onstack = &here >= alt && &here < alt + sizeof(alt);
+	raise(SIGUSR2);		/* nested: its handler runs and returns inside this one */
+}
+
+#ifdef __i386__
+/* rt_sigaction by int $0x80: after it every register but eax is the program's own. */
+static int registers_kept(void)
+{
+	struct { uint32_t handler, flags, restorer, mask[2]; } k = { (uint32_t)(uintptr_t)on_plain, 0, 0, { 0, 0 } };
+	uint32_t eax = 174, ecx = (uint32_t)(uintptr_t)&k, after;	/* __NR_rt_sigaction */
+
+	__asm__ volatile("int $0x80" : "+a"(eax), "=c"(after) : "b"(SIGALRM), "1"(ecx), "d"(0), "S"(8) : "memory");
+	return eax == 0 && after == ecx;
+}
+#else
+static int registers_kept(void)
+{
+	return 1;
+}
+#endif
+
+int main(void)
+{
+	struct sigaction sa, old;
+	stack_t ss = { .ss_sp = alt, .ss_size = sizeof(alt) };
+	uintptr_t vdso = getauxval(AT_SYSINFO_EHDR);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_plain;
+	sigaction(SIGALRM, &sa, NULL);
+	sa.sa_handler = on_inner;
+	sigaction(SIGUSR2, &sa, NULL);
+	sigaltstack(&ss, NULL);
+	sa.sa_sigaction = on_info;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigaction(SIGUSR1, &sa, NULL);
+	for (int i = 0; i < 3; i++) {
+		raise(SIGALRM);
+		raise(SIGUSR1);
+	}
+	sigaction(SIGUSR1, NULL, &old);
+	printf("plain %d info %d inner %d onstack %d\n", plain, info, inner, onstack);
+	printf("restorer-flag %d\n", !!(old.sa_flags & 0x04000000));
+	printf("registers-kept %d\n", registers_kept());
+	printf("ret-plain %#lx\nret-info %#lx\n", (unsigned long)(ret_plain - vdso), (unsigned long)(ret_info - vdso));
+	return 0;
+}
+"""
+
+
+def sig_program(arch, tmp_path):
+    from vdsogen.harness.driver import compiler
+    from vdsogen.spec.model import load_target
+
+    (tmp_path / "sig.c").write_text(SIGNALS_C)
+    exe = tmp_path / f"sig-{arch}"
+    subprocess.run([compiler(load_target(arch)), "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-static",
+                    str(tmp_path / "sig.c"), "-o", str(exe)], check=True)
+    return exe
+
+
+@pytest.mark.parametrize("arch", ["i386", "arm64"])
+def test_signal_handlers_return(arch, built, tmp_path):
+    """Handlers without SA_RESTORER return (3 of each, the SA_SIGINFO one on its alternate stack with a
+    nested signal inside); on i386 into the image's __kernel_sigreturn and __kernel_rt_sigreturn, the
+    old action read back as set, and the registers of the sigaction syscall the program's own."""
+    from vdsogen.elf.reader import ElfImage
+
+    so = built(arch)[1] if arch == "i386" else None
+    p = vdsogen("run", f"--arch={arch}", *([f"--image={so}"] if so else []), "--", str(sig_program(arch, tmp_path)))
+    assert p.returncode == 0, p.stdout + p.stderr
+    got = dict(line.split(" ", 1) for line in p.stdout.splitlines() if not line.startswith("plain"))
+    assert p.stdout.splitlines()[0] == "plain 3 info 3 inner 3 onstack 1", p.stdout
+    assert (got["restorer-flag"], got["registers-kept"]) == ("0", "1"), p.stdout
+    if arch == "i386":
+        syms = {s.name: s.value for s in ElfImage(str(so)).dynsym}
+        assert int(got["ret-plain"], 16) == syms["__kernel_sigreturn"], p.stdout
+        assert int(got["ret-info"], 16) == syms["__kernel_rt_sigreturn"], p.stdout

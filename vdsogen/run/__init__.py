@@ -30,6 +30,7 @@ from vdsogen import paths
 from vdsogen.errors import VdsogenError
 
 PROBE = "vdsogen-probe"
+EM_386 = 3
 HOST_CC = "gcc"
 CFLAGS = ("-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror")
 
@@ -320,6 +321,10 @@ def prepare(target, argv, image=None, syscall_counts=None):
     vsyscall = _symbol(image, "__kernel_vsyscall")
     if vsyscall is not None:
         options += ["--sysinfo", str(vsyscall)]
+    # i386 handlers without SA_RESTORER return through the image's trampolines (supervise.c).
+    restorers = [_symbol(image, name) for name in ("__kernel_sigreturn", "__kernel_rt_sigreturn")]
+    if target.elf.machine == EM_386 and None not in restorers:
+        options += ["--sigreturn", str(restorers[0]), "--rt-sigreturn", str(restorers[1])]
     data_bytes = target.datapage.pages * target.datapage.page_size
     return [str(sup), *options, image, str(data_bytes), *argv]
 
