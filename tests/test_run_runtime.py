@@ -10,6 +10,14 @@
   kernel returns from them into its own vDSO's trampolines; under `run` they
   return through the image's (the supervisor supplies the restorer), with
   nested signals and sigaltstack, and under qemu-user (arm64) as well.
+- The foreign timekeeper keeps time as a kernel does (runner/loader.c): a
+  soak over every foreign target with a C library compares each clock the
+  image answers with qemu's syscall (the host's clock) around it, for
+  VDSOGEN_SOAK seconds in all (a minute by default; an hour by hand:
+  VDSOGEN_SOAK=3600): MONOTONIC, BOOTTIME, RAW and MONOTONIC_COARSE never go
+  back, the hres clocks stay within BOUND_NS of the host's (a test build's,
+  whose counter a thread moves on, within that of being behind by the
+  thread's delay), the coarse ones are their fine clock at the last tick.
 """
 
 import os
@@ -20,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import isolated_run_cache
+from conftest import TARGETS, isolated_run_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = 4096
@@ -237,3 +245,111 @@ def test_signal_handlers_return(arch, built, tmp_path):
         syms = {s.name: s.value for s in ElfImage(str(so)).dynsym}
         assert int(got["ret-plain"], 16) == syms["__kernel_sigreturn"], p.stdout
         assert int(got["ret-info"], 16) == syms["__kernel_rt_sigreturn"], p.stdout
+
+
+SOAK_C = r"""
+/*
+ * soak SECONDS: every clock the vDSO answers against the kernel's (here
+ * qemu's, the host's), bracketed by two syscalls: how far ahead of the second
+ * and behind the first it ever was (a coarse clock against its fine clock,
+ * behind by a tick less: it is that clock at the last tick), and how often
+ * MONOTONIC, BOOTTIME, RAW and MONOTONIC_COARSE went back.  One line per clock: "clock ID AHEAD_NS BEHIND_NS BACKWARDS".
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef SYS_clock_gettime64
+#define NR_CLOCK	SYS_clock_gettime64
+#else
+#define NR_CLOCK	SYS_clock_gettime
+#endif
+
+static const int clocks[] = { 0, 1, 4, 5, 6, 7, 11 };
+#define N (sizeof(clocks) / sizeof(clocks[0]))
+
+static int64_t by_syscall(int clk)
+{
+	struct { int64_t sec, nsec; } ts;
+
+	syscall(NR_CLOCK, clk, &ts);
+	return ts.sec * 1000000000LL + ts.nsec;
+}
+
+static int64_t by_vdso(int clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	int64_t ahead[N] = { 0 }, behind[N] = { 0 }, last[N] = { 0 }, end, tick;
+	long back[N] = { 0 };
+	struct timespec res, pause = { 0, 200000 };
+	unsigned int i;
+
+	clock_getres(CLOCK_REALTIME_COARSE, &res);
+	tick = res.tv_nsec;
+	end = by_syscall(CLOCK_MONOTONIC) + (int64_t)(atof(argc > 1 ? argv[1] : "5") * 1e9);
+	while (by_syscall(CLOCK_MONOTONIC) < end) {
+		for (i = 0; i < N; i++) {
+			int coarse = clocks[i] == 5 || clocks[i] == 6, fine = coarse ? clocks[i] - 5 : clocks[i];
+			int64_t t1 = by_syscall(fine), v = by_vdso(clocks[i]), t2 = by_syscall(fine);
+
+			if (v - t2 > ahead[i])
+				ahead[i] = v - t2;
+			if (t1 - v - (coarse ? tick : 0) > behind[i])
+				behind[i] = t1 - v - (coarse ? tick : 0);
+			if (v < last[i] && clocks[i] != 0 && clocks[i] != 5 && clocks[i] != 11)
+				back[i]++;
+			last[i] = v;
+		}
+		nanosleep(&pause, NULL);
+	}
+	for (i = 0; i < N; i++)
+		printf("clock %d %lld %lld %ld\n", clocks[i], (long long)ahead[i], (long long)behind[i], back[i]);
+	return 0;
+}
+"""
+
+BOUND_NS = 50_000                   # an hres clock against the host's
+STALL_NS = 50_000_000               # how late a timekeeper's tick (or a test build's counter) may be on a busy machine
+
+
+def _soaked():
+    from vdsogen.spec.model import load_target
+
+    return [n for n in TARGETS if load_target(n).toolchain.qemu and load_target(n).toolchain.gnu_triple]
+
+
+SOAKED = _soaked()
+SOAK_SECONDS = float(os.environ.get("VDSOGEN_SOAK", "60")) / len(SOAKED)
+
+
+@pytest.mark.parametrize("arch", SOAKED)
+def test_foreign_clocks_keep_time(arch, tmp_path):
+    from vdsogen.harness.driver import compiler
+    from vdsogen.spec.model import load_target
+
+    target = load_target(arch)
+    (tmp_path / "soak.c").write_text(SOAK_C)
+    exe = tmp_path / "soak"
+    subprocess.run([compiler(target), "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-static",
+                    *target.toolchain.harness_cflags, str(tmp_path / "soak.c"), "-o", str(exe)], check=True)
+    p = vdsogen("run", f"--arch={arch}", "--", str(exe), str(SOAK_SECONDS), timeout=300 + 2 * SOAK_SECONDS)
+    assert p.returncode == 0, p.stdout + p.stderr
+    test_build = target.harness.injected_counter
+    for line in p.stdout.splitlines():
+        _, clk, ahead, behind, back = line.split()
+        clock, ahead, behind = int(clk), int(ahead), int(behind)
+        assert int(back) == 0, f"{arch}: clock {clock} went back {back} times:\n{p.stdout}"
+        assert ahead <= BOUND_NS, f"{arch}: clock {clock} was {ahead} ns ahead of the host's:\n{p.stdout}"
+        slack = STALL_NS if clock in (5, 6) or test_build else BOUND_NS
+        assert behind <= slack, f"{arch}: clock {clock} was {behind} ns behind the host's:\n{p.stdout}"
