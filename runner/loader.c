@@ -8,7 +8,7 @@
  * pointing at the image, and jumps to the program's entry.
  *
  *   loader --timekeeper PAGES          (a process of its own, see keep_time())
- *   loader PAGES IMAGE PROGRAM [ARG...]
+ *   loader [--getcpu-syscall OFFSET]... PAGES IMAGE PROGRAM [ARG...]   (see syscall_getcpu())
  *
  * Built per target with its GNU cross compiler, beside the harness's
  * timekeeper (harness/timekeeper.c: the writer protocol and the struct tk it
@@ -92,7 +92,7 @@ static void map_pages(const char *pages, size_t text_len, int writer)
 	close(fd);
 }
 
-static void map_vdso(const char *pages, const char *path)
+static size_t map_vdso(const char *pages, const char *path)
 {
 	const size_t ps = VDSO_PAGE_SIZE, data_len = (size_t)VDSO_DATA_PAGES * ps;
 	struct stat st;
@@ -107,7 +107,64 @@ static void map_vdso(const char *pages, const char *path)
 	if (h_text == MAP_FAILED)
 		die(path, strerror(errno));
 	close(fd);
+	return text_len;
 }
+
+/*
+ * getcpu by the syscall (loader --getcpu-syscall OFFSET): qemu-user keeps no
+ * CPU number where an image's getcpu reads one in user space (powerpc's
+ * USPRG3, s390's TOD programmable field, loongarch's timer ID), so it would
+ * answer CPU 0 wherever the program runs.  In this process's private copy of
+ * the image the function at OFFSET becomes the getcpu syscall, with the
+ * vDSO function's convention (the syscall's own on these), whose answer is
+ * the host CPU the program runs on.
+ */
+#define STR(x)	#x
+#define XSTR(x)	STR(x)
+#if defined(__powerpc64__)
+#define GETCPU_BY_SYSCALL	"li 0, " XSTR(SYS_getcpu) "\n\tsc\n\tblr"
+#elif defined(__s390x__)
+#define GETCPU_BY_SYSCALL	"lghi %r1, " XSTR(SYS_getcpu) "\n\tsvc 0\n\tbr %r14"
+#elif defined(__loongarch__)
+#define GETCPU_BY_SYSCALL	"li.w $a7, " XSTR(SYS_getcpu) "\n\tsyscall 0\n\tjr $ra"
+#endif
+
+#ifdef GETCPU_BY_SYSCALL
+/* The instructions, as data to copy. */
+__asm__(".pushsection .rodata\n\t.p2align 2\n\t"
+	".globl getcpu_by_syscall, getcpu_by_syscall_end\n\t"
+	".hidden getcpu_by_syscall, getcpu_by_syscall_end\n"
+	"getcpu_by_syscall:\n\t" GETCPU_BY_SYSCALL "\n"
+	"getcpu_by_syscall_end:\n\t.popsection");
+extern const unsigned char getcpu_by_syscall[] __attribute__((visibility("hidden")));
+extern const unsigned char getcpu_by_syscall_end[] __attribute__((visibility("hidden")));
+
+static void syscall_getcpu(size_t offset, size_t text_len)
+{
+	const size_t len = (size_t)(getcpu_by_syscall_end - getcpu_by_syscall);
+	unsigned char *at = (unsigned char *)h_text + offset;
+	unsigned char *page = (unsigned char *)((uintptr_t)at & ~(uintptr_t)(pagesz - 1));
+	size_t span = (size_t)(at + len - page + pagesz - 1) & ~(pagesz - 1);
+
+	if (offset + len > text_len || mprotect(page, span, PROT_READ | PROT_WRITE) != 0)
+		die("--getcpu-syscall", offset + len > text_len ? "past the image's end" : strerror(errno));
+	memcpy(at, getcpu_by_syscall, len);
+#ifdef __loongarch__
+	__asm__ volatile("ibar 0" : : : "memory");	/* clang would call libgcc's __clear_cache, which is not linked */
+#else
+	__builtin___clear_cache((char *)at, (char *)at + len);
+#endif
+	if (mprotect(page, span, PROT_READ | PROT_EXEC) != 0)
+		die("--getcpu-syscall", strerror(errno));
+}
+#else
+static void syscall_getcpu(size_t offset, size_t text_len)
+{
+	(void)offset;
+	(void)text_len;
+	die("--getcpu-syscall", "no getcpu syscall stub for this architecture");
+}
+#endif
 
 /* ---- the timekeeper ------------------------------------------------------ */
 
@@ -657,15 +714,26 @@ int main(int argc, char **argv)
 {
 	struct loaded program, interp;
 	uintptr_t interp_base = 0, entry;
+	char **getcpu = argv + 1;
+	int n_getcpu = 0;
+	size_t text_len;
 
 	if (argc == 3 && strcmp(argv[1], "--timekeeper") == 0)
 		return keep_time(argv[2]);
+	while (argc > 2 && strcmp(argv[1], "--getcpu-syscall") == 0) {
+		n_getcpu++;
+		argv += 2;
+		argc -= 2;
+	}
 	if (argc < 4) {
-		fprintf(stderr, "usage: loader --timekeeper PAGES | loader PAGES IMAGE PROGRAM [ARG...]\n");
+		fprintf(stderr, "usage: loader --timekeeper PAGES | loader [--getcpu-syscall OFFSET]... PAGES IMAGE "
+			"PROGRAM [ARG...]\n");
 		return 125;
 	}
 	pagesz = getauxval(AT_PAGESZ);
-	map_vdso(argv[1], argv[2]);
+	text_len = map_vdso(argv[1], argv[2]);
+	while (n_getcpu--)
+		syscall_getcpu((size_t)strtoul(getcpu[2 * n_getcpu + 1], NULL, 0), text_len);
 	load(argv[3], &program);
 	entry = program.entry;
 	if (program.interp[0]) {

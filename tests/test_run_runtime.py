@@ -18,6 +18,9 @@
   back, the hres clocks stay within BOUND_NS of the host's (a test build's,
   whose counter a thread moves on, within that of being behind by the
   thread's delay), the coarse ones are their fine clock at the last tick.
+- getcpu under qemu-user, where the image's reads a register qemu does not
+  keep (powerpc64, s390x): the loader makes it the syscall, so a program
+  pinned to the last CPU it may use is told that CPU.
 """
 
 import os
@@ -353,3 +356,42 @@ def test_foreign_clocks_keep_time(arch, tmp_path):
         assert ahead <= BOUND_NS, f"{arch}: clock {clock} was {ahead} ns ahead of the host's:\n{p.stdout}"
         slack = STALL_NS if clock in (5, 6) or test_build else BOUND_NS
         assert behind <= slack, f"{arch}: clock {clock} was {behind} ns behind the host's:\n{p.stdout}"
+
+
+GETCPU_C = r"""
+/* sched_getcpu (the vDSO's getcpu) against the getcpu syscall around it, 2000 times. */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(void) {
+	unsigned bad = 0;
+	for (int i = 0; i < 2000; i++) {
+		unsigned before, after;
+		syscall(SYS_getcpu, &before, NULL, NULL);
+		int v = sched_getcpu();
+		syscall(SYS_getcpu, &after, NULL, NULL);
+		if (before == after && (unsigned)v != before) bad++;
+	}
+	printf("getcpu-mismatches %u\n", bad);
+	return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("arch", ["ppc64le", "ppc64", "s390x"])
+def test_foreign_getcpu_answers_the_cpu(arch, tmp_path):
+    from vdsogen.harness.driver import compiler
+    from vdsogen.spec.model import load_target
+
+    (tmp_path / "cpu.c").write_text(GETCPU_C)
+    exe = tmp_path / "cpu"
+    subprocess.run([compiler(load_target(arch)), "-O2", "-Wall", "-Werror", "-static", str(tmp_path / "cpu.c"),
+                    "-o", str(exe)], check=True)
+    last = max(os.sched_getaffinity(0))
+    p = subprocess.run(["taskset", "-c", str(last), sys.executable, "-m", "vdsogen", "run", f"--arch={arch}", "--",
+                        str(exe)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "getcpu-mismatches 0\n", p.stdout
+    assert "the loader makes it the getcpu syscall" in p.stderr, p.stderr
