@@ -8,16 +8,16 @@
  * pointing at the image, and jumps to the program's entry.
  *
  *   loader --timekeeper PAGES          (a process of its own, see keep_time())
- *   loader PAGES IMAGE PROGRAM [ARG...]
+ *   loader [--getcpu-syscall OFFSET]... PAGES IMAGE PROGRAM [ARG...]   (see syscall_getcpu())
  *
  * Built per target with its GNU cross compiler, beside the harness's
  * timekeeper (harness/timekeeper.c: the writer protocol and the struct tk it
  * stores) and the rendered headers (the counter read, the data-page
  * structures).  The loader sits high (-Ttext-segment) so that the program's
- * usual addresses are free.  The timekeeper is the kernel's in small: the
- * counter's rate is measured against CLOCK_MONOTONIC_RAW and given as a
- * mult/shift pair; every tick the bases are set from the host's clocks at
- * the counter's value then, never behind what readers could already compute.
+ * usual addresses are free.  The timekeeper is the kernel's in small (see
+ * tick()): every tick the bases move on at the mult in force and the mult is
+ * disciplined against the host's clocks, so every clock stays within
+ * microseconds of the host's and none that must goes back.
  * A test build's counter (where qemu-user cannot read the target's) is
  * moved on by a second thread of the timekeeper's.  The data pages are a
  * shared file, so children the program forks keep a current view while the
@@ -92,7 +92,7 @@ static void map_pages(const char *pages, size_t text_len, int writer)
 	close(fd);
 }
 
-static void map_vdso(const char *pages, const char *path)
+static size_t map_vdso(const char *pages, const char *path)
 {
 	const size_t ps = VDSO_PAGE_SIZE, data_len = (size_t)VDSO_DATA_PAGES * ps;
 	struct stat st;
@@ -107,7 +107,64 @@ static void map_vdso(const char *pages, const char *path)
 	if (h_text == MAP_FAILED)
 		die(path, strerror(errno));
 	close(fd);
+	return text_len;
 }
+
+/*
+ * getcpu by the syscall (loader --getcpu-syscall OFFSET): qemu-user keeps no
+ * CPU number where an image's getcpu reads one in user space (powerpc's
+ * USPRG3, s390's TOD programmable field, loongarch's timer ID), so it would
+ * answer CPU 0 wherever the program runs.  In this process's private copy of
+ * the image the function at OFFSET becomes the getcpu syscall, with the
+ * vDSO function's convention (the syscall's own on these), whose answer is
+ * the host CPU the program runs on.
+ */
+#define STR(x)	#x
+#define XSTR(x)	STR(x)
+#if defined(__powerpc64__)
+#define GETCPU_BY_SYSCALL	"li 0, " XSTR(SYS_getcpu) "\n\tsc\n\tblr"
+#elif defined(__s390x__)
+#define GETCPU_BY_SYSCALL	"lghi %r1, " XSTR(SYS_getcpu) "\n\tsvc 0\n\tbr %r14"
+#elif defined(__loongarch__)
+#define GETCPU_BY_SYSCALL	"li.w $a7, " XSTR(SYS_getcpu) "\n\tsyscall 0\n\tjr $ra"
+#endif
+
+#ifdef GETCPU_BY_SYSCALL
+/* The instructions, as data to copy. */
+__asm__(".pushsection .rodata\n\t.p2align 2\n\t"
+	".globl getcpu_by_syscall, getcpu_by_syscall_end\n\t"
+	".hidden getcpu_by_syscall, getcpu_by_syscall_end\n"
+	"getcpu_by_syscall:\n\t" GETCPU_BY_SYSCALL "\n"
+	"getcpu_by_syscall_end:\n\t.popsection");
+extern const unsigned char getcpu_by_syscall[] __attribute__((visibility("hidden")));
+extern const unsigned char getcpu_by_syscall_end[] __attribute__((visibility("hidden")));
+
+static void syscall_getcpu(size_t offset, size_t text_len)
+{
+	const size_t len = (size_t)(getcpu_by_syscall_end - getcpu_by_syscall);
+	unsigned char *at = (unsigned char *)h_text + offset;
+	unsigned char *page = (unsigned char *)((uintptr_t)at & ~(uintptr_t)(pagesz - 1));
+	size_t span = (size_t)(at + len - page + pagesz - 1) & ~(pagesz - 1);
+
+	if (offset + len > text_len || mprotect(page, span, PROT_READ | PROT_WRITE) != 0)
+		die("--getcpu-syscall", offset + len > text_len ? "past the image's end" : strerror(errno));
+	memcpy(at, getcpu_by_syscall, len);
+#ifdef __loongarch__
+	__asm__ volatile("ibar 0" : : : "memory");	/* clang would call libgcc's __clear_cache, which is not linked */
+#else
+	__builtin___clear_cache((char *)at, (char *)at + len);
+#endif
+	if (mprotect(page, span, PROT_READ | PROT_EXEC) != 0)
+		die("--getcpu-syscall", strerror(errno));
+}
+#else
+static void syscall_getcpu(size_t offset, size_t text_len)
+{
+	(void)offset;
+	(void)text_len;
+	die("--getcpu-syscall", "no getcpu syscall stub for this architecture");
+}
+#endif
 
 /* ---- the timekeeper ------------------------------------------------------ */
 
@@ -122,6 +179,32 @@ static void spawn(void *(*fn)(void *))
 		die("timekeeper", "cannot start its threads");
 }
 
+/*
+ * The timekeeper keeps time as a kernel does.  Every tick (the spec's
+ * tick_nsec) the bases move on to the counter's value then, at the mult in
+ * force (no clock jumps; and none goes back: a reader that still used the
+ * old parameters read the counter before the update began), and each
+ * record's mult is set anew so that its clock meets the host's over the next
+ * DISCIPLINE_NSEC: the counter's rate over the last minute or so against the
+ * host's CLOCK_MONOTONIC (record 0) or CLOCK_MONOTONIC_RAW (record 1),
+ * corrected by the clock's offset from the host's at the tick.  A clock
+ * behind by more than STEP_NSEC steps forward; one ahead is slowed (at most
+ * MAX_SLEW), never stepped back.  REALTIME, TAI and BOOTTIME are
+ * MONOTONIC's bases plus the host's offsets (REALTIME and TAI follow a host
+ * clock set at once, their drift by slewing the offset; BOOTTIME only moves
+ * forward), and the coarse clocks are the hres ones at the update's
+ * cycle_last, as the kernel's are.  So every clock stays within the error of
+ * one measurement (the bracketing counter reads' spread, MAX_SPREAD_NSEC at
+ * most) plus what the rate's error makes of a tick of the host's clocks.
+ */
+#define DISCIPLINE_NSEC		200000000LL	/* an offset is made up over this */
+#define STEP_NSEC		10000000LL	/* a clock this far behind steps */
+#define MAX_SLEW		0.05		/* the most a mult is bent from the rate */
+#define OFFSET_STEP_NSEC	20000LL		/* REALTIME's or TAI's offset moved this far: the host's clock was set */
+#define BOOT_STEP_NSEC		1000000LL	/* BOOTTIME's offset grew this much: the host slept */
+#define MAX_SPREAD_NSEC		20000LL		/* a measurement whose counter reads are further apart is taken again */
+#define RATE_SAMPLES		64		/* one a second: the rate is measured over the last minute */
+
 /* The host's clocks, by the syscall itself (a C library may convert from its own buffer). */
 #ifdef SYS_clock_gettime64
 #define NR_HOST_CLOCK	SYS_clock_gettime64
@@ -130,91 +213,194 @@ static void spawn(void *(*fn)(void *))
 #endif
 static struct { int64_t sec, nsec; } loader_host_ts;
 
-static struct tk_base host(clockid_t clk, uint32_t shift)
+static int64_t host_ns(clockid_t clk)
 {
 	syscall(NR_HOST_CLOCK, clk, &loader_host_ts);
-	return (struct tk_base){ .sec = (uint64_t)loader_host_ts.sec, .nsec = (uint64_t)loader_host_ts.nsec << shift };
+	return loader_host_ts.sec * NSEC_PER_SEC + loader_host_ts.nsec;
+}
+
+/* One measurement: the host's clock @clk, and the counter then (the middle of two reads around it). */
+struct sample {
+	uint64_t cycles;
+	int64_t ns;
+};
+
+static double hz;		/* the counter's rate against the host's CLOCK_MONOTONIC_RAW */
+
+static struct sample measure(clockid_t clk)
+{
+	struct sample s;
+	uint64_t c0, c1;
+	int tries = 0;
+
+	do {
+		c0 = vdso_read_counter(tk.mode);
+		s.ns = host_ns(clk);
+		c1 = vdso_read_counter(tk.mode);
+	} while ((double)(c1 - c0) > hz * MAX_SPREAD_NSEC / 1e9 && ++tries < 8);
+	s.cycles = c0 + (c1 - c0) / 2;
+	return s;
+}
+
+/* What record @rec says its base @clk reads at counter value @cycles, in nanoseconds. */
+static int64_t reads(int rec, int clk, uint64_t cycles)
+{
+	const struct tk_base *b = &tk.base[rec][clk];
+
+	return (int64_t)b->sec * NSEC_PER_SEC + (int64_t)((b->nsec + (cycles - tk.cycle_last) * tk.mult[rec]) >>
+							  tk.shift[rec]);
+}
+
+/* The base @b of record @rec moved on by @cycles at its mult, plus @ns (shifted nanoseconds are kept). */
+static struct tk_base advance(struct tk_base b, int rec, uint64_t cycles, int64_t ns)
+{
+	const uint64_t one = (uint64_t)NSEC_PER_SEC << tk.shift[rec];
+	int64_t sec = ns / NSEC_PER_SEC, rest = ns % NSEC_PER_SEC;
+
+	b.nsec += cycles * tk.mult[rec];
+	if (rest < 0) {
+		rest += NSEC_PER_SEC;
+		sec--;
+	}
+	b.nsec += (uint64_t)rest << tk.shift[rec];
+	b.sec += (uint64_t)sec + b.nsec / one;
+	b.nsec %= one;
+	return b;
+}
+
+static uint32_t mult_for(int rec, double rate, double bend)
+{
+	double mult = 1e9 / rate * (double)(1ULL << tk.shift[rec]) * (1.0 + bend) + 0.5;
+
+	if (!(mult >= 1 && mult <= UINT32_MAX))
+		die("the counter", "runs at a rate no mult and shift can give");
+	return (uint32_t)mult;
+}
+
+static struct tk_base coarse(struct tk_base b, int rec)
+{
+	return (struct tk_base){ b.sec, b.nsec >> tk.shift[rec] };
 }
 
 /*
- * The host's clock @clk as it was at counter value @now, in record @rec's
- * shifted nanoseconds: read, then taken back by the cycles since @now (a
- * syscall under qemu takes microseconds; the bases must agree with each other).
+ * The rate: over the span from the oldest of the last RATE_SAMPLES
+ * measurements (one a second) to @now, of the counter against the host's
+ * CLOCK_MONOTONIC_RAW.
  */
-static struct tk_base host_at(clockid_t clk, int rec, uint64_t now)
+static void measure_rate(struct sample now)
 {
-	const uint64_t one = (uint64_t)NSEC_PER_SEC << tk.shift[rec];
-	struct tk_base b = host(clk, tk.shift[rec]);
-	uint64_t back = (vdso_read_counter(tk.mode) - now) * tk.mult[rec];
+	static struct sample ring[RATE_SAMPLES];
+	static unsigned int n;
+	const struct sample *old = &ring[n < RATE_SAMPLES ? 0 : n % RATE_SAMPLES];
 
-	if (b.nsec < back) {
-		uint64_t borrow = (back - b.nsec + one - 1) / one;
+	if (n && now.ns > old->ns && now.cycles > old->cycles)
+		hz = (double)(now.cycles - old->cycles) * 1e9 / (double)(now.ns - old->ns);
+	if (!n || now.ns - ring[(n - 1) % RATE_SAMPLES].ns >= NSEC_PER_SEC)
+		ring[n++ % RATE_SAMPLES] = now;
+}
 
-		b.sec -= borrow;
-		b.nsec += borrow * one;
+/* How far record @rec's clock @clk is behind the host's at measurement @s. */
+static int64_t error_at(int rec, int clk, struct sample s)
+{
+	return s.ns - reads(rec, clk, s.cycles);
+}
+
+/* The correction of @clk's offset from MONOTONIC, whose error is @mono: at once past @step, else an eighth. */
+static int64_t offset_step(int clk, int64_t mono, int64_t step)
+{
+	int64_t e = error_at(0, clk, measure(clk)) - mono;
+
+	return e > step || e < -step ? e : e / 8;
+}
+
+static void tick(vdso_time_data_t *td)
+{
+	struct sample raw = measure(CLOCK_MONOTONIC_RAW), mono = measure(CLOCK_MONOTONIC);
+	int64_t err[2] = { error_at(0, C_MONOTONIC, mono), error_at(1, C_MONOTONIC_RAW, raw) }, step[2];
+	int64_t real, tai, boot;
+	uint32_t mult[2];
+	uint64_t now, cycles;
+	int rec;
+
+	measure_rate(raw);
+	real = offset_step(C_REALTIME, err[0], OFFSET_STEP_NSEC);
+	tai = offset_step(C_TAI, err[0], OFFSET_STEP_NSEC);
+	boot = offset_step(C_BOOTTIME, err[0], BOOT_STEP_NSEC);
+	boot = boot > BOOT_STEP_NSEC ? boot : 0;	/* forward only, and only a sleep's worth */
+	for (rec = 0; rec < 2; rec++) {
+		double bend = (double)err[rec] / DISCIPLINE_NSEC;
+
+		bend = bend > MAX_SLEW ? MAX_SLEW : bend < -MAX_SLEW ? -MAX_SLEW : bend;
+		mult[rec] = mult_for(rec, hz, bend);
+		step[rec] = err[rec] > STEP_NSEC ? err[rec] : 0;	/* else the bent mult makes it up */
 	}
-	b.nsec -= back;
-	return b;
+
+	tk_begin(td);
+	now = vdso_read_counter(tk.mode);
+	cycles = now - tk.cycle_last;
+	tk.base[0][C_MONOTONIC] = advance(tk.base[0][C_MONOTONIC], 0, cycles, step[0]);
+	tk.base[0][C_REALTIME] = advance(tk.base[0][C_REALTIME], 0, cycles, step[0] + real);
+	tk.base[0][C_TAI] = advance(tk.base[0][C_TAI], 0, cycles, step[0] + tai);
+	tk.base[0][C_BOOTTIME] = advance(tk.base[0][C_BOOTTIME], 0, cycles, step[0] + boot);
+	tk.base[1][C_MONOTONIC_RAW] = advance(tk.base[1][C_MONOTONIC_RAW], 1, cycles, step[1]);
+	tk.base[0][C_REALTIME_COARSE] = coarse(tk.base[0][C_REALTIME], 0);
+	tk.base[0][C_MONOTONIC_COARSE] = coarse(tk.base[0][C_MONOTONIC], 0);
+	tk.cycle_last = now;
+	tk.mult[0] = mult[0];
+	tk.mult[1] = mult[1];
+	tk_store(td, &tk);
+	tk_end(td);
 }
 
-/* What a reader computes for the base @b at counter @now: later than @fresh, or @fresh. */
-static struct tk_base not_behind(struct tk_base b, uint64_t now, int rec, struct tk_base fresh)
-{
-	const uint64_t one = (uint64_t)NSEC_PER_SEC << tk.shift[rec];
-	uint64_t ns = b.nsec + (now - tk.cycle_last) * tk.mult[rec];
-
-	b.sec += ns / one;
-	b.nsec = ns % one;
-	/* A step back of a second or more is the host's clock being set: follow it. */
-	if (b.sec < fresh.sec || (b.sec == fresh.sec && b.nsec <= fresh.nsec) || b.sec > fresh.sec + 1)
-		return fresh;
-	return b;
-}
-
-static void tick(vdso_time_data_t *td, int first)
+/* The first update: every base from the host's clock at one counter value. */
+static void first_tick(vdso_time_data_t *td)
 {
 	static const int hres[] = { C_REALTIME, C_MONOTONIC, C_BOOTTIME, C_TAI };
-	uint64_t now = vdso_read_counter(tk.mode);
-	struct tk_base b;
 	unsigned int i;
 
+	tk.cycle_last = vdso_read_counter(tk.mode);
 	for (i = 0; i < sizeof(hres) / sizeof(hres[0]); i++) {
-		b = host_at(hres[i], 0, now);
-		tk.base[0][hres[i]] = first ? b : not_behind(tk.base[0][hres[i]], now, 0, b);
+		struct sample s = measure(hres[i]);
+
+		tk.base[0][hres[i]] = advance((struct tk_base){ 0, 0 }, 0, 0,
+					      s.ns - (int64_t)((double)(s.cycles - tk.cycle_last) * 1e9 / hz));
 	}
-	b = host_at(CLOCK_MONOTONIC_RAW, 1, now);
-	tk.base[1][C_MONOTONIC_RAW] = first ? b : not_behind(tk.base[1][C_MONOTONIC_RAW], now, 1, b);
-	tk.base[0][C_REALTIME_COARSE] = host(CLOCK_REALTIME_COARSE, 0);
-	tk.base[0][C_MONOTONIC_COARSE] = host(CLOCK_MONOTONIC_COARSE, 0);
-	tk.cycle_last = now;
+	{
+		struct sample s = measure(CLOCK_MONOTONIC_RAW);
+
+		tk.base[1][C_MONOTONIC_RAW] = advance((struct tk_base){ 0, 0 }, 1, 0,
+						      s.ns - (int64_t)((double)(s.cycles - tk.cycle_last) * 1e9 / hz));
+		measure_rate(s);
+	}
+	tk.base[0][C_REALTIME_COARSE] = coarse(tk.base[0][C_REALTIME], 0);
+	tk.base[0][C_MONOTONIC_COARSE] = coarse(tk.base[0][C_MONOTONIC], 0);
 	tk_begin(td);
 	tk_store(td, &tk);
 	tk_end(td);
 }
 
 /*
- * The counter's rate against CLOCK_MONOTONIC_RAW, over 20 ms; over longer
- * spells (up to 2.5 s in all) while it has not moved: on a busy machine a
- * test build's counter thread may not have run yet.
+ * The counter's first rate against CLOCK_MONOTONIC_RAW, over 100 ms; over
+ * longer spells (up to 3.2 s in all) while it has not moved: on a busy
+ * machine a test build's counter thread may not have run yet.  The
+ * timekeeper refines it every tick.
  */
-static uint64_t counter_hz(void)
+static double counter_hz(void)
 {
-	struct tk_base t0, t1;
+	int64_t t0, t1;
 	uint64_t c0, c1;
-	int64_t ns;
 	long pause_ns;
 
-	for (pause_ns = 20000000; pause_ns <= 1280000000; pause_ns *= 2) {
+	for (pause_ns = 100000000; pause_ns <= 1600000000; pause_ns *= 2) {
 		struct timespec pause = { pause_ns / NSEC_PER_SEC, pause_ns % NSEC_PER_SEC };
 
-		t0 = host(CLOCK_MONOTONIC_RAW, 0);
+		t0 = host_ns(CLOCK_MONOTONIC_RAW);
 		c0 = vdso_read_counter(tk.mode);
 		nanosleep(&pause, NULL);
 		c1 = vdso_read_counter(tk.mode);
-		t1 = host(CLOCK_MONOTONIC_RAW, 0);
-		ns = (int64_t)(t1.sec - t0.sec) * NSEC_PER_SEC + (int64_t)(t1.nsec - t0.nsec);
-		if (c1 > c0 && ns > 0)
-			return (uint64_t)((double)(c1 - c0) * 1e9 / (double)ns + 0.5);
+		t1 = host_ns(CLOCK_MONOTONIC_RAW);
+		if (c1 > c0 && t1 > t0)
+			return (double)(c1 - c0) * 1e9 / (double)(t1 - t0);
 	}
 	die("the counter", "does not advance under this emulator");
 	return 0;
@@ -251,7 +437,6 @@ static void *counter(void *arg)
 static void *timekeeper(void *arg)
 {
 	vdso_time_data_t *td = (vdso_time_data_t *)H_PAGE(VDSO_PAGE_TIME);
-	uint64_t hz;
 	struct timespec period = { 0, VDSO_LOW_RES_NSEC };
 	struct rate rate;
 	sigset_t all;
@@ -269,21 +454,21 @@ static void *timekeeper(void *arg)
 	hz = counter_hz();
 #ifdef HARNESS_HAVE_ARCH_DATA
 	/* Again, with the counter's rate (powerpc's tb_ticks_per_sec). */
-	harness_arch_fill(H_PAGE(VDSO_PAGE_ARCH), hz);
+	harness_arch_fill(H_PAGE(VDSO_PAGE_ARCH), (uint64_t)(hz + 0.5));
 #endif
-	pick_rate(hz, 600, &rate);
+	pick_rate((uint64_t)(hz + 0.5), 600, &rate);
 	for (rec = 0; rec < 2; rec++) {
-		/* One counter, one rate: the raw clock's record is the same as the other's. */
-		tk.mult[rec] = rate.mult[0];
+		/* One counter, one rate: the raw clock's record starts as the other's. */
 		tk.shift[rec] = rate.shift[0];
-		tk.max_cycles[rec] = UINT64_MAX / rate.mult[0];
+		tk.mult[rec] = mult_for(rec, hz, 0);
+		tk.max_cycles[rec] = UINT64_MAX / (uint64_t)(tk.mult[rec] * (1 + 2 * MAX_SLEW));
 	}
 	tk.hrtimer_res = 1;
-	tick(td, 1);
+	first_tick(td);
 	__atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
 	for (;;) {
 		clock_nanosleep(CLOCK_MONOTONIC, 0, &period, NULL);
-		tick(td, 0);
+		tick(td);
 	}
 	return NULL;
 }
@@ -502,6 +687,13 @@ static int keep_time(const char *pages)
 
 	map_pages(pages, 0, 1);
 #if H_TEST_COUNTER
+	/*
+	 * The count's start, before any thread reads it: h_test_counter_now()
+	 * reads the host's clock before its lock, and the first caller's time is
+	 * the count's origin, so two first calls at once could set the count to
+	 * a time before it (a huge count, and a rate no mult can give).
+	 */
+	h_test_counter_now();
 	spawn(counter);
 #endif
 	spawn(timekeeper);
@@ -522,15 +714,26 @@ int main(int argc, char **argv)
 {
 	struct loaded program, interp;
 	uintptr_t interp_base = 0, entry;
+	char **getcpu = argv + 1;
+	int n_getcpu = 0;
+	size_t text_len;
 
 	if (argc == 3 && strcmp(argv[1], "--timekeeper") == 0)
 		return keep_time(argv[2]);
+	while (argc > 2 && strcmp(argv[1], "--getcpu-syscall") == 0) {
+		n_getcpu++;
+		argv += 2;
+		argc -= 2;
+	}
 	if (argc < 4) {
-		fprintf(stderr, "usage: loader --timekeeper PAGES | loader PAGES IMAGE PROGRAM [ARG...]\n");
+		fprintf(stderr, "usage: loader --timekeeper PAGES | loader [--getcpu-syscall OFFSET]... PAGES IMAGE "
+			"PROGRAM [ARG...]\n");
 		return 125;
 	}
 	pagesz = getauxval(AT_PAGESZ);
-	map_vdso(argv[1], argv[2]);
+	text_len = map_vdso(argv[1], argv[2]);
+	while (n_getcpu--)
+		syscall_getcpu((size_t)strtoul(getcpu[2 * n_getcpu + 1], NULL, 0), text_len);
 	load(argv[3], &program);
 	entry = program.entry;
 	if (program.interp[0]) {

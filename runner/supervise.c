@@ -2,19 +2,24 @@
  * supervise: run a program so that every process of it (and of whatever it
  * forks and execs) sees a given vDSO image in place of the kernel's.
  *
- *   supervise [--counts FILE] [--sysinfo OFFSET] [--exec FILE] IMAGE DATA_BYTES PROGRAM [ARG...]
+ *   supervise [--counts FILE] [--sysinfo OFFSET] [--sigreturn OFFSET --rt-sigreturn OFFSET] [--exec FILE]
+ *             IMAGE DATA_BYTES PROGRAM [ARG...]
  *   supervise --dump-filter
  *
  * The program runs under ptrace (PTRACE_SEIZE) with fork, vfork, clone and
  * exec events, every process and thread of it, from before its first exec.  At
- * each exec stop, before the new program runs one instruction, the kernel's
- * [vdso] mapping is replaced: an anonymous mapping of the image's size is
- * placed at the same address (so AT_SYSINFO_EHDR stays right and the kernel's
- * data pages stay directly below it), by a mmap the tracee is made to issue
- * itself (a syscall instruction written over its next instruction, with an
- * int3 behind it, then both put back), and the image is written into it
- * through /proc/PID/mem.  Whatever the kernel's vDSO occupied beyond the image
- * is unmapped; an image larger than the kernel's vDSO needs the pages after it
+ * each exec stop, before the new program runs one instruction, the image
+ * replaces the kernel's vDSO at the same address (so AT_SYSINFO_EHDR stays
+ * right and the kernel's data pages stay directly below it), mapped as a
+ * kernel maps one: the whole file, section headers too, zero-padded to whole
+ * pages.  Where it fits in the kernel's [vdso] it is written over that
+ * mapping's pages through /proc/PID/mem (copied on write, as a debugger's
+ * breakpoints are), zeros after it: the mapping stays the kernel's, named
+ * [vdso] in /proc/PID/maps.  A larger image gets an anonymous mapping in its
+ * place (a special mapping cannot grow, and a kernel names an anonymous
+ * mapping [anon:NAME] at most), by a mmap the tracee is made to issue itself (a syscall
+ * instruction written over its next instruction, with an int3 behind it, then
+ * both put back), and needs the pages after the kernel's vDSO
  * free.  DATA_BYTES is the size of the data pages the image expects below it:
  * the kernel's own ([vvar] and [vvar_vclock]) must add up to it, else the
  * process is refused.
@@ -24,7 +29,11 @@
  * clock syscalls (clock_gettime, gettimeofday, time, clock_getres and their
  * time64 forms) to this tracer, which counts them by name and clock id and
  * writes the counts to FILE at the end; --dump-filter prints that filter.  --sysinfo gives the offset of the
- * image's __kernel_vsyscall, which i386 processes get as AT_SYSINFO.
+ * image's __kernel_vsyscall, which i386 processes get as AT_SYSINFO;
+ * --sigreturn and --rt-sigreturn those of its __kernel_sigreturn and
+ * __kernel_rt_sigreturn, through which i386 signal handlers installed without
+ * SA_RESTORER then return (supply_restorer(): the seccomp filter traces i386's
+ * sigaction and rt_sigaction; the filter sets no_new_privs, as with --counts).
  * --exec names the file to execute, PROGRAM found in PATH (vdsogen finds
  * it), PROGRAM staying its argv[0]: an ELF file the kernel refuses (an x32
  * program where the kernel lacks CONFIG_X86_X32_ABI) is then reported as
@@ -61,12 +70,13 @@ enum { C_GETTIME, C_GETTIMEOFDAY, C_TIME, C_GETRES, C_N };	/* the clock syscalls
 
 struct abi_nrs {
 	long	mmap, munmap;		/* what inject() makes; i386's mmap2 takes its offset in pages */
+	long	sigaction, rt_sigaction;	/* i386's: see supply_restorer() */
 	long	counted[C_N][2];	/* the clock syscalls, by what they are; 0: none */
 };
 
 #include <asm/unistd_32.h>
 static const struct abi_nrs nrs_i386 = {
-	__NR_mmap2, __NR_munmap, {
+	__NR_mmap2, __NR_munmap, __NR_sigaction, __NR_rt_sigaction, {
 		[C_GETTIME] = { __NR_clock_gettime, __NR_clock_gettime64 },
 		[C_GETTIMEOFDAY] = { __NR_gettimeofday },
 		[C_TIME] = { __NR_time },
@@ -75,7 +85,7 @@ static const struct abi_nrs nrs_i386 = {
 };
 #include <asm/unistd.h>
 static const struct abi_nrs nrs_64 = {
-	__NR_mmap, __NR_munmap, {
+	__NR_mmap, __NR_munmap, 0, 0, {
 		[C_GETTIME] = { __NR_clock_gettime },
 		[C_GETTIMEOFDAY] = { __NR_gettimeofday },
 		[C_TIME] = { __NR_time },
@@ -84,7 +94,7 @@ static const struct abi_nrs nrs_64 = {
 };
 #include <asm/unistd_x32.h>
 static const struct abi_nrs nrs_x32 = {
-	__NR_mmap, __NR_munmap, {
+	__NR_mmap, __NR_munmap, 0, 0, {
 		[C_GETTIME] = { __NR_clock_gettime },
 		[C_GETTIMEOFDAY] = { __NR_gettimeofday },
 		[C_TIME] = { __NR_time },
@@ -117,7 +127,10 @@ static const struct abi_nrs nrs_x32 = {
 
 static const char *prog = "vdsogen run";
 
-/* The image as it is laid out in memory, from its PT_LOAD segments. */
+/*
+ * The image as a kernel maps it: the whole file (section headers too), its
+ * PT_LOADs where the file has them, zero-padded to whole pages.
+ */
 static unsigned char *image;
 static size_t image_size;		/* page-rounded */
 static int image_class, image_machine;
@@ -140,15 +153,17 @@ static void die(const char *fmt, ...)
 #define refuse(pid, ...)	do { kill((pid), SIGKILL); die(__VA_ARGS__); } while (0)
 
 /*
- * One pass over the PT_LOADs of the image in `file`, for either ELF class:
- * the first pass finds where they end, the second copies them into `image`.
+ * The PT_LOADs of the image in `file`, for either ELF class: each must sit
+ * at the same distance from its file offset as the first (a kernel maps a
+ * vDSO file as one piece); `end` becomes the end of the last in memory.
  */
-#define LOAD_SEGMENTS(Ehdr, Phdr) do {							\
+#define CHECK_SEGMENTS(Ehdr, Phdr) do {							\
 	const Ehdr *eh = (const void *)file;						\
+	int first = 1;									\
+	uint64_t bias = 0;								\
 											\
 	image_machine = eh->e_machine;							\
-	n = eh->e_phnum;								\
-	for (i = 0; i < n; i++) {							\
+	for (i = 0; i < eh->e_phnum; i++) {						\
 		const Phdr *ph = (const void *)(file + eh->e_phoff + i * eh->e_phentsize); \
 											\
 		if (eh->e_phoff + (i + 1) * eh->e_phentsize > (size_t)st.st_size)	\
@@ -157,10 +172,14 @@ static void die(const char *fmt, ...)
 			continue;							\
 		if (ph->p_offset + ph->p_filesz > (size_t)st.st_size)			\
 			die("%s: a PT_LOAD runs past the end of the file", path);	\
-		if (pass)								\
-			memcpy(image + ph->p_vaddr, file + ph->p_offset, ph->p_filesz);	\
-		else if (ph->p_vaddr + ph->p_memsz > end)				\
-			end = ph->p_vaddr + ph->p_memsz;				\
+		if (first)								\
+			bias = ph->p_vaddr - ph->p_offset;				\
+		else if (ph->p_vaddr - ph->p_offset != bias)				\
+			die("%s: its PT_LOADs are not laid out as in the file (a kernel maps a vDSO file as it is)", \
+			    path);							\
+		first = 0;								\
+		if (ph->p_offset + ph->p_memsz > end)					\
+			end = ph->p_offset + ph->p_memsz;				\
 	}										\
 } while (0)
 
@@ -168,7 +187,7 @@ static void load_image(const char *path)
 {
 	unsigned char *file;
 	struct stat st;
-	size_t i, n, end = 0;
+	size_t i, end = 0;
 	int fd = open(path, O_RDONLY);
 
 	if (fd < 0 || fstat(fd, &st) != 0)
@@ -180,20 +199,17 @@ static void load_image(const char *path)
 	if ((size_t)st.st_size < sizeof(Elf32_Ehdr) || memcmp(file, ELFMAG, SELFMAG) != 0)
 		die("%s: not an ELF image", path);
 	image_class = file[EI_CLASS];
-
-	/* Pass 1 sizes the span of the PT_LOADs, pass 2 copies them. */
-	for (int pass = 0; pass < 2; pass++) {
-		if (image_class == ELFCLASS64)
-			LOAD_SEGMENTS(Elf64_Ehdr, Elf64_Phdr);
-		else
-			LOAD_SEGMENTS(Elf32_Ehdr, Elf32_Phdr);
-		if (!pass) {
-			if (!end || end > (64UL << 20))
-				die("%s: no usable PT_LOAD segments", path);
-			image_size = (end + PAGE - 1) & ~(PAGE - 1);
-			image = calloc(1, image_size);
-		}
-	}
+	if (image_class == ELFCLASS64)
+		CHECK_SEGMENTS(Elf64_Ehdr, Elf64_Phdr);
+	else
+		CHECK_SEGMENTS(Elf32_Ehdr, Elf32_Phdr);
+	if (!end || end > (64UL << 20))
+		die("%s: no usable PT_LOAD segments", path);
+	if (end < (size_t)st.st_size)
+		end = st.st_size;
+	image_size = (end + PAGE - 1) & ~(PAGE - 1);
+	image = calloc(1, image_size);
+	memcpy(image, file, st.st_size);
 	free(file);
 }
 
@@ -360,16 +376,42 @@ static int set_sysinfo(pid_t pid, unsigned long sp, unsigned long value)
 	}
 }
 
-static void substitute(pid_t pid)
+/*
+ * An image larger than the kernel's [vdso] (a special mapping, which cannot
+ * grow): an anonymous mapping in its place, which /proc/PID/maps names not.
+ */
+static void replace_vdso(pid_t pid, enum abi abi, const struct abi_nrs *nrs, unsigned long lo, unsigned long end)
 {
 	struct user_regs_struct saved;
-	unsigned long lo = 0, hi = 0, data_lo = 0, next, end;
 	unsigned char code[PATCH];
 	sigset_t deferred;
+	long rc;
+
+	if (ptrace(PTRACE_GETREGS, pid, 0, &saved) != 0 || mem_io(pid, 0, saved.rip, code, PATCH) != 0)
+		refuse(pid, "process %d: cannot read its registers or code", pid);
+	/* Over the whole of the kernel's vDSO (a special mapping cannot be split). */
+	sigemptyset(&deferred);
+	rc = inject(pid, abi, &saved, &deferred, nrs->mmap, lo, end - lo, PROT_READ | PROT_EXEC,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1UL, 0);
+	if (rc != (long)lo)
+		refuse(pid, "process %d: mapping the image at 0x%lx failed (%ld)", pid, lo, rc);
+	if (mem_io(pid, 1, lo, image, image_size) != 0)
+		refuse(pid, "process %d: writing the image failed: %s", pid, strerror(errno));
+	if (mem_io(pid, 1, saved.rip, code, PATCH) != 0 || ptrace(PTRACE_SETREGS, pid, 0, &saved) != 0)
+		refuse(pid, "process %d: cannot restore its code and registers", pid);
+	/* The signals that came meanwhile, sent again (their sender's siginfo is lost). */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sigismember(&deferred, sig) == 1)
+			tgkill(pid, pid, sig);
+}
+
+static void substitute(pid_t pid)
+{
+	struct user_regs_struct regs;
+	unsigned long lo = 0, hi = 0, data_lo = 0, next, end;
 	int class, machine;
 	enum abi abi = tracee_abi(pid, &class, &machine);
 	const struct abi_nrs *nrs = abi == ABI_I386 ? &nrs_i386 : abi == ABI_X32 ? &nrs_x32 : &nrs_64;
-	long rc;
 
 	if (abi == ABI_OTHER || class != image_class || machine != image_machine)
 		return;		/* another ABI: it keeps the kernel's vDSO */
@@ -383,29 +425,118 @@ static void substitute(pid_t pid)
 		refuse(pid, "process %d: the image (%zu bytes) does not fit where the kernel's vDSO (%lu bytes) is: "
 		    "the next mapping starts at 0x%lx", pid, image_size, hi - lo, next);
 
-	if (ptrace(PTRACE_GETREGS, pid, 0, &saved) != 0 || mem_io(pid, 0, saved.rip, code, PATCH) != 0)
-		refuse(pid, "process %d: cannot read its registers or code", pid);
-	/* The kernel's vDSO goes as a whole (a special mapping cannot be split), then its excess. */
-	sigemptyset(&deferred);
-	rc = inject(pid, abi, &saved, &deferred, nrs->mmap, lo, end > hi ? end - lo : hi - lo, PROT_READ | PROT_EXEC,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1UL, 0);
-	if (rc != (long)lo)
-		refuse(pid, "process %d: mapping the image at 0x%lx failed (%ld)", pid, lo, rc);
-	if (hi > end) {
-		rc = inject(pid, abi, &saved, &deferred, nrs->munmap, end, hi - end, 0, 0, 0, 0);
-		if (rc != 0)
-			refuse(pid, "process %d: unmapping the rest of the kernel's vDSO failed (%ld)", pid, rc);
+	if (end <= hi) {
+		/*
+		 * The image within the kernel's [vdso]: written over its pages (copied on
+		 * write, as a debugger's breakpoints are), zeros after it.  The mapping stays
+		 * the kernel's, named [vdso], and the kernel's bookkeeping of it stays right.
+		 */
+		unsigned char *whole = calloc(1, hi - lo);
+
+		if (!whole)
+			refuse(pid, "out of memory");
+		memcpy(whole, image, image_size);
+		if (mem_io(pid, 1, lo, whole, hi - lo) != 0)
+			refuse(pid, "process %d: writing the image into its [vdso] failed: %s", pid, strerror(errno));
+		free(whole);
+	} else {
+		replace_vdso(pid, abi, nrs, lo, end);
 	}
-	if (mem_io(pid, 1, lo, image, image_size) != 0)
-		refuse(pid, "process %d: writing the image failed: %s", pid, strerror(errno));
-	if (abi == ABI_I386 && sysinfo_offset && set_sysinfo(pid, saved.rsp, lo + sysinfo_offset) != 0)
+	if (abi == ABI_I386 && sysinfo_offset && (ptrace(PTRACE_GETREGS, pid, 0, &regs) != 0 ||
+						  set_sysinfo(pid, regs.rsp, lo + sysinfo_offset) != 0))
 		refuse(pid, "process %d: cannot find AT_SYSINFO on its stack", pid);
-	if (mem_io(pid, 1, saved.rip, code, PATCH) != 0 || ptrace(PTRACE_SETREGS, pid, 0, &saved) != 0)
-		refuse(pid, "process %d: cannot restore its code and registers", pid);
-	/* The signals that came meanwhile, sent again (their sender's siginfo is lost). */
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sigismember(&deferred, sig) == 1)
-			tgkill(pid, pid, sig);
+}
+
+/* ---- i386 signal handlers without SA_RESTORER ------------------------------ */
+
+/*
+ * An i386 handler installed without SA_RESTORER (glibc installs its handlers
+ * so) returns where the kernel puts it: into the kernel's own vDSO image, at
+ * the offset of its __kernel_sigreturn (__kernel_rt_sigreturn for an
+ * SA_SIGINFO handler), where the substituted image has other bytes.  So the
+ * supervisor supplies the restorer on the program's behalf, as if the kernel's
+ * image were the substituted one: at sigaction and rt_sigaction (the seccomp
+ * filter traces them), a copy of the new action with SA_RESTORER and the
+ * image's trampoline of that kind goes to the kernel in place of the
+ * program's (below its stack pointer: i386 has no red zone, and the kernel
+ * copies the action before the program runs again).  At the syscall's exit
+ * its pointer register is put back and an old action read back loses what
+ * was supplied.  The kernel builds the frame it builds for any restorer: the
+ * handler's frame is what it would be with the image as the kernel's vDSO.
+ */
+#define I386_SA_SIGINFO		0x4u
+#define I386_SA_RESTORER	0x04000000u
+#define I386_SIG_IGN		1u
+
+static unsigned long sigreturn_offset[2];	/* the image's __kernel_sigreturn, __kernel_rt_sigreturn */
+
+/* The actions in flight, between their seccomp stop and their syscall-exit stop. */
+static struct in_flight {
+	pid_t	pid;
+	int	rt;				/* rt_sigaction, or sigaction */
+	uint32_t act, oact;			/* the program's pointers */
+	unsigned long vdso;
+} in_flight[64];
+
+/* Where flags and restorer sit, in words: struct sigaction of the i386 kernel, or its old_sigaction. */
+#define FLAGS_AT(rt)		((rt) ? 1 : 2)
+#define RESTORER_AT(rt)		((rt) ? 2 : 3)
+
+/* At the seccomp stop of an i386 sigaction or rt_sigaction: whether to stop at its exit. */
+static int supply_restorer(pid_t pid)
+{
+	struct user_regs_struct r;
+	unsigned long lo, hi, data_lo, next;
+	struct in_flight *f = NULL;
+	uint32_t act[5];
+
+	if (ptrace(PTRACE_GETREGS, pid, 0, &r) != 0 || find_vdso(pid, &lo, &hi, &data_lo, &next) != 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(in_flight) / sizeof(in_flight[0]) && !f; i++)
+		if (!in_flight[i].pid)
+			f = &in_flight[i];
+	if (!f)
+		refuse(pid, "process %d: more than %zu sigaction calls at once", pid,
+		       sizeof(in_flight) / sizeof(in_flight[0]));
+	*f = (struct in_flight){ pid, (long)r.orig_rax == nrs_i386.rt_sigaction, (uint32_t)r.rcx, (uint32_t)r.rdx, lo };
+	if (f->act && mem_io(pid, 0, f->act, act, (f->rt ? 5 : 4) * 4) == 0 && act[0] > I386_SIG_IGN &&
+	    !(act[FLAGS_AT(f->rt)] & I386_SA_RESTORER)) {
+		uint32_t copy = ((uint32_t)r.rsp - 128) & ~15u;
+
+		act[RESTORER_AT(f->rt)] = lo + sigreturn_offset[!!(act[FLAGS_AT(f->rt)] & I386_SA_SIGINFO)];
+		act[FLAGS_AT(f->rt)] |= I386_SA_RESTORER;
+		r.rcx = copy;
+		if (mem_io(pid, 1, copy, act, (f->rt ? 5 : 4) * 4) != 0 || ptrace(PTRACE_SETREGS, pid, 0, &r) != 0)
+			refuse(pid, "process %d: cannot give the kernel its signal action with a restorer", pid);
+	}
+	return 1;
+}
+
+/* At the syscall-exit stop of one: the program's pointer back, and its old action as it set it. */
+static void restorer_exit(pid_t pid)
+{
+	struct user_regs_struct r;
+	struct in_flight *f = NULL;
+	uint32_t old[5];
+
+	for (size_t i = 0; i < sizeof(in_flight) / sizeof(in_flight[0]) && !f; i++)
+		if (in_flight[i].pid == pid)
+			f = &in_flight[i];
+	if (!f || ptrace(PTRACE_GETREGS, pid, 0, &r) != 0)
+		return;
+	r.rcx = f->act;
+	if (ptrace(PTRACE_SETREGS, pid, 0, &r) != 0)
+		refuse(pid, "process %d: cannot restore its registers after sigaction", pid);
+	if (f->oact && (int)r.rax == 0 && mem_io(pid, 0, f->oact, old, (f->rt ? 5 : 4) * 4) == 0) {
+		uint32_t *flags = &old[FLAGS_AT(f->rt)], *restorer = &old[RESTORER_AT(f->rt)];
+
+		if ((*flags & I386_SA_RESTORER) && *restorer == f->vdso + sigreturn_offset[!!(*flags & I386_SA_SIGINFO)]) {
+			*flags &= ~I386_SA_RESTORER;
+			*restorer = 0;
+			mem_io(pid, 1, f->oact, old, (f->rt ? 5 : 4) * 4);
+		}
+	}
+	f->pid = 0;
 }
 
 /* ---- the clock-syscall counter ----------------------------------------- */
@@ -498,12 +629,16 @@ static void bpf_count(struct bpf_builder *b, const struct abi_nrs *nrs)
 		}
 }
 
+/* What the filter traces besides the clock syscalls: an i386 program's sigaction and rt_sigaction. */
+#define TRACE_SIGACTION	C_N
+
 /*
- * The filter: x86-64 syscalls (x32's come with AUDIT_ARCH_X86_64 too, their
- * numbers with __X32_SYSCALL_BIT), then i386's; the clock syscalls go to
- * this tracer, everything else runs.
+ * The filter: x86-64 syscalls (x32's with AUDIT_ARCH_X86_64 too, their
+ * numbers with __X32_SYSCALL_BIT), then i386's; with `counting` the clock
+ * syscalls go to this tracer, with `restorers` i386's sigaction and
+ * rt_sigaction; everything else runs.
  */
-static void build_counter(struct bpf_builder *b)
+static void build_filter(struct bpf_builder *b, int counting, int restorers)
 {
 	static const struct { uint32_t arch; const struct abi_nrs *nrs[2]; } abis[] = {
 		{ AUDIT_ARCH_X86_64, { &nrs_64, &nrs_x32 } },
@@ -516,8 +651,19 @@ static void build_counter(struct bpf_builder *b)
 
 		bpf_jeq(b, abis[a].arch, BPF_NEXT, other_arch);
 		bpf_stmt(b, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-		for (int i = 0; i < 2 && abis[a].nrs[i]; i++)
-			bpf_count(b, abis[a].nrs[i]);
+		for (int i = 0; i < 2 && abis[a].nrs[i]; i++) {
+			const long calls[] = { abis[a].nrs[i]->sigaction, abis[a].nrs[i]->rt_sigaction };
+
+			if (counting)
+				bpf_count(b, abis[a].nrs[i]);
+			for (int k = 0; k < 2 && restorers && calls[k]; k++) {
+				int other = bpf_label(b);
+
+				bpf_jeq(b, (uint32_t)calls[k], BPF_NEXT, other);
+				bpf_stmt(b, BPF_RET | BPF_K, SECCOMP_RET_TRACE | TRACE_SIGACTION);
+				bpf_place(b, other);
+			}
+		}
 		bpf_stmt(b, BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 		bpf_place(b, other_arch);
 	}
@@ -530,35 +676,42 @@ static int dump_counter(void)
 {
 	struct bpf_builder b = { .n = 0 };
 
-	build_counter(&b);
+	build_filter(&b, 1, 0);
 	for (int i = 0; i < b.n; i++)
 		printf("%#06x %u %u %#x\n", b.insn[i].code, b.insn[i].jt, b.insn[i].jf, b.insn[i].k);
 	return 0;
 }
 
-static void install_counter(void)
+static void install_filter(int counting, int restorers)
 {
 	struct bpf_builder b = { .n = 0 };
 	struct sock_fprog fp;
 
-	build_counter(&b);
+	build_filter(&b, counting, restorers);
 	fp.len = (unsigned short)b.n;
 	fp.filter = b.insn;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
 	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp) != 0) {
-		fprintf(stderr, "%s: cannot install the syscall counter: %s\n", prog, strerror(errno));
+		fprintf(stderr, "%s: cannot install the supervisor's seccomp filter: %s\n", prog, strerror(errno));
 		_exit(125);
 	}
+}
+
+/* What the filter's SECCOMP_RET_TRACE said of the syscall PID stopped at. */
+static unsigned long seccomp_what(pid_t pid)
+{
+	unsigned long what;
+
+	return ptrace(PTRACE_GETEVENTMSG, pid, 0, &what) == 0 ? what : ~0UL;
 }
 
 static void count(pid_t pid)
 {
 	struct user_regs_struct r;
-	unsigned long what, clk;
+	unsigned long what = seccomp_what(pid), clk;
 	int class, machine;
 
-	if (ptrace(PTRACE_GETEVENTMSG, pid, 0, &what) != 0 || what >= C_N ||
-	    ptrace(PTRACE_GETREGS, pid, 0, &r) != 0)
+	if (what >= C_N || ptrace(PTRACE_GETREGS, pid, 0, &r) != 0)
 		return;
 	clk = tracee_abi(pid, &class, &machine) == ABI_I386 ? (unsigned int)r.rbx : r.rdi;
 	counts[what][clk < NCLOCKS ? clk : NCLOCKS]++;
@@ -637,7 +790,7 @@ static int is_elf(const char *path)
 int main(int argc, char **argv)
 {
 	const char *counts_path = NULL, *exec_path = NULL;
-	int status, err, go[2];
+	int status, err, go[2], restorers;
 	pid_t child, pid;
 	char c;
 
@@ -648,6 +801,10 @@ int main(int argc, char **argv)
 			counts_path = argv[2];
 		else if (strcmp(argv[1], "--sysinfo") == 0)
 			sysinfo_offset = strtoul(argv[2], NULL, 0);
+		else if (strcmp(argv[1], "--sigreturn") == 0)
+			sigreturn_offset[0] = strtoul(argv[2], NULL, 0);
+		else if (strcmp(argv[1], "--rt-sigreturn") == 0)
+			sigreturn_offset[1] = strtoul(argv[2], NULL, 0);
 		else if (strcmp(argv[1], "--exec") == 0)
 			exec_path = argv[2];
 		else
@@ -656,12 +813,14 @@ int main(int argc, char **argv)
 		argc -= 2;
 	}
 	if (argc < 4) {
-		fprintf(stderr, "usage: supervise [--counts FILE] [--sysinfo OFFSET] [--exec FILE] IMAGE DATA_BYTES "
+		fprintf(stderr, "usage: supervise [--counts FILE] [--sysinfo OFFSET] [--sigreturn OFFSET --rt-sigreturn OFFSET] "
+			"[--exec FILE] IMAGE DATA_BYTES "
 			"PROGRAM [ARG...]\n");
 		return 125;
 	}
 	load_image(argv[1]);
 	data_bytes = strtoul(argv[2], NULL, 0);
+	restorers = sigreturn_offset[0] && sigreturn_offset[1];
 
 	if (pipe2(go, O_CLOEXEC) != 0)
 		die("pipe: %s", strerror(errno));
@@ -675,8 +834,8 @@ int main(int argc, char **argv)
 			;
 		if (err != 1)
 			_exit(125);
-		if (counts_path)
-			install_counter();
+		if (counts_path || restorers)
+			install_filter(counts_path != NULL, restorers);
 		if (!exec_path) {
 			execvp(argv[3], argv + 3);
 			err = errno;
@@ -699,7 +858,7 @@ int main(int argc, char **argv)
 	program = child;
 	if (ptrace(PTRACE_SEIZE, child, 0,
 		   PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE |
-		   PTRACE_O_TRACESECCOMP | PTRACE_O_EXITKILL) != 0)
+		   PTRACE_O_TRACESECCOMP | PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL) != 0)
 		refuse(child, "ptrace: %s", strerror(errno));
 	forward_signals();
 	if (write(go[1], "", 1) != 1)
@@ -716,6 +875,9 @@ int main(int argc, char **argv)
 			die("lost the program: %s", strerror(errno));
 		}
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			for (size_t i = 0; i < sizeof(in_flight) / sizeof(in_flight[0]); i++)
+				if (in_flight[i].pid == pid)
+					in_flight[i].pid = 0;
 			if (pid != child)
 				continue;
 			if (counts_path)
@@ -739,10 +901,22 @@ int main(int argc, char **argv)
 			ptrace(PTRACE_LISTEN, pid, 0, 0);
 			continue;
 		}
+		if (event == 0 && sig == (SIGTRAP | 0x80)) {
+			/* The exit of a sigaction supply_restorer() saw (PTRACE_O_TRACESYSGOOD marks it). */
+			restorer_exit(pid);
+			ptrace(PTRACE_CONT, pid, 0, 0);
+			continue;
+		}
 		if (event == PTRACE_EVENT_EXEC)
 			substitute(pid);
-		else if (event == PTRACE_EVENT_SECCOMP)
+		else if (event == PTRACE_EVENT_SECCOMP && seccomp_what(pid) == TRACE_SIGACTION) {
+			if (supply_restorer(pid)) {
+				ptrace(PTRACE_SYSCALL, pid, 0, 0);
+				continue;
+			}
+		} else if (event == PTRACE_EVENT_SECCOMP) {
 			count(pid);
+		}
 		/* Only a signal-delivery-stop has a signal to deliver; the others (a new tracee's first stop too) none. */
 		ptrace(PTRACE_CONT, pid, 0, event == 0 ? sig : 0);
 	}

@@ -30,6 +30,7 @@ from vdsogen import paths
 from vdsogen.errors import VdsogenError
 
 PROBE = "vdsogen-probe"
+EM_386 = 3
 HOST_CC = "gcc"
 CFLAGS = ("-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror")
 
@@ -129,34 +130,116 @@ def snapshot_fd(name):
     return int(name[len(SNAPSHOT):])
 
 
+def image_inputs(target, builder, files) -> str:
+    """A digest of everything an image built into the cache comes from: the target, the rendered
+    sources, the toolchain's commands and programs (by path, size and time), and vdsogen's build code."""
+    digest = hashlib.sha256(repr(target).encode())
+    for name, text in files:
+        digest.update(b"\0" + name.encode() + b"\0" + text.encode())
+    tools = builder.tools
+    digest.update(repr((tools, builder.cflags())).encode())
+    for program in sorted({tools.cc[0], tools.link[0], tools.objcopy, *(a.split("=", 1)[1] for a in tools.ld)}):
+        found = shutil.which(program)
+        st = os.stat(found) if found else None
+        digest.update(repr((program, found, st and (st.st_size, st.st_mtime_ns))).encode())
+    for path in sorted((paths.ROOT / "vdsogen" / "build").glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def cached_image(target) -> tuple[str, Path]:
+    """A snapshot() of the target's image in the cache, and its path, built when its inputs (image_inputs())
+    changed, never otherwise; the cache entry's lock is held throughout, so concurrent runs
+    build it once and each reads a whole image."""
+    from vdsogen.audit.check import build_validator
+    from vdsogen.build.image import build_target
+    from vdsogen.fsutil import locked_dir, write_atomic
+    from vdsogen.gen.render import sources
+
+    builder = _quiet_builder(target)
+    files = sources(target)
+    key = image_inputs(target, builder, files)
+    outdir = cache_dir() / "images" / (f"{target.name}-test" if target.test_counter else target.name)
+    stamp, image = outdir / "inputs", outdir / "vdso.so"
+    with locked_dir(outdir):
+        try:
+            fresh = image.is_file() and stamp.read_text() == key
+        except OSError:
+            fresh = False
+        if not fresh:
+            build_target(target, outdir, builder=builder, validate=build_validator, files=files, lock=False)
+            write_atomic(stamp, key.encode())
+        return snapshot(image), image
+
+
 def checked_image(target, image):
     """A snapshot() of `image`, or of the target's image built into the cache, that passes `vdsogen check`."""
     from vdsogen.audit.check import check_report
     from vdsogen.errors import ImageError
 
     if image is None:
-        from vdsogen.build.image import build_target
-        from vdsogen.audit.check import build_validator
-
-        name = f"{target.name}-test" if target.test_counter else target.name
-        image, _ = build_target(target, cache_dir() / "images" / name, builder=_quiet_builder(target),
-                                validate=build_validator)
-    path = Path(image)
-    if not path.is_file():
-        raise RunError(f"{image}: no such image")
+        snap, image = cached_image(target)
+    else:
+        path = Path(image)
+        if not path.is_file():
+            raise RunError(f"{image}: no such image")
+        snap = None
     try:
-        snap = snapshot(path)
-        findings = check_report(target, snap).findings
+        snap = snap or snapshot(image)
+        ours = is_vdsogen_image(snap)
+        findings = (check_report(target, snap) if ours else audit_as(target, snap)).findings
     except ImageError as e:
         raise RunError(f"{image}: not a usable image: {e.args[0].replace(e.path, str(image), 1)}") from None
     errors = [f for f in findings if f.severity == "error"]
     if errors:
         from vdsogen.audit.report import finding_line
 
-        more = f" (and {len(errors) - 1} more: see `vdsogen check --arch {target.name} {image}`)" \
-            if len(errors) > 1 else ""
-        raise RunError(f"{image}: fails `vdsogen check` for {target.name}: {finding_line(errors[0])}{more}")
+        how = "check" if ours else "audit"
+        more = f" (and {len(errors) - 1} more: see `vdsogen {how} --arch {target.name if ours else target.abi.name} " \
+            f"{image}`)" if len(errors) > 1 else ""
+        raise RunError(f"{image}: fails `vdsogen {how}` for {target.name}: {finding_line(errors[0])}{more}")
     return snap
+
+
+def image_target(target, image):
+    """The target as the image reads its data pages: a kernel's image (not vdsogen's) reads them as
+    the kernel its version note names lays them out (vdsogen/harness/layouts.py, as `vdsogen test
+    --image` plays them), said in one line on stderr."""
+    from vdsogen.errors import ImageError
+    from vdsogen.harness.layouts import of_image
+
+    try:
+        if image is None or not Path(image).is_file() or is_vdsogen_image(image):
+            return target
+    except ImageError:
+        return target       # checked_image() says what is wrong with it
+    try:
+        choice = of_image(target, image)
+    except VdsogenError as e:
+        raise RunError(str(e.args[0])) from None
+    layout = choice.target.datapage.layout
+    print(f"vdsogen run: {image}: not built by vdsogen, so judged by `vdsogen audit` as of the {target.abi.name} "
+          f"ABI; its data pages are laid out as {layout.name} ({choice.why})", file=sys.stderr, flush=True)
+    return choice.target
+
+
+def is_vdsogen_image(path) -> bool:
+    """Whether the image at `path` is one vdsogen built (its notes of owner "vdsogen"); ImageError when unreadable."""
+    from vdsogen.elf.reader import ElfImage
+
+    return any(n.name == "vdsogen" for n in ElfImage(str(path)).notes)
+
+
+def audit_as(target, path):
+    """The audit of an image vdsogen did not build (a kernel's), as of the target's ABI: what any
+    consumer of a vDSO needs of it, not the export list of vdsogen's spec."""
+    from vdsogen.audit.run import expect_for, judge
+    from vdsogen.elf.reader import ElfImage
+    from vdsogen.spec.abi import Detection
+
+    img = ElfImage(str(path))
+    detection = Detection(target.abi, f"spec {target.name}")
+    return judge(img, detection, expect_for(img, detection), "linux")
 
 
 def _symbol(image, name):
@@ -217,6 +300,7 @@ def prepare(target, argv, image=None, syscall_counts=None):
     check_abi(target, program)
     if argv[0] == PROBE:
         argv = [program, *argv[1:]]
+    target = image_target(target, image)
     if target.toolchain.qemu is not None:
         from vdsogen.run.foreign import prepare_foreign
 
@@ -237,6 +321,10 @@ def prepare(target, argv, image=None, syscall_counts=None):
     vsyscall = _symbol(image, "__kernel_vsyscall")
     if vsyscall is not None:
         options += ["--sysinfo", str(vsyscall)]
+    # i386 handlers without SA_RESTORER return through the image's trampolines (supervise.c).
+    restorers = [_symbol(image, name) for name in ("__kernel_sigreturn", "__kernel_rt_sigreturn")]
+    if target.elf.machine == EM_386 and None not in restorers:
+        options += ["--sigreturn", str(restorers[0]), "--rt-sigreturn", str(restorers[1])]
     data_bytes = target.datapage.pages * target.datapage.page_size
     return [str(sup), *options, image, str(data_bytes), *argv]
 
@@ -258,5 +346,5 @@ def run(target, argv, image=None, syscall_counts=None):
 
 
 __all__ = ["run", "prepare", "build_probe", "build_supervisor", "compile_cached", "install_cached", "checked_image",
-           "snapshot", "snapshot_fd",
+           "snapshot", "snapshot_fd", "cached_image", "image_inputs",
            "check_abi", "cache_dir", "runner_dir", "RunError", "PROBE"]

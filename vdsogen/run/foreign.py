@@ -96,7 +96,26 @@ def prepare_foreign(target, argv, image):
     if test is not target and image is None:
         # As `vdsogen test` does: the real build is made and checked, its counter read by its words (T002).
         checked_image(target, None)
-    return [*qemu, str(build_loader(test)), checked_image(test, image), *argv]
+    snap = checked_image(test, image)
+    return [*qemu, str(build_loader(test)), *getcpu_options(target, snap), "--", snap, *argv]
+
+
+def getcpu_options(target, image):
+    """The loader's options for the image's getcpu: where it answers in user space from a register
+    qemu-user does not keep (the target's getcpu is in user space), the loader makes it the syscall,
+    said in one line on stderr."""
+    from vdsogen.elf.reader import ElfImage
+
+    if not target.getcpu_in_user_space:
+        return []
+    img = ElfImage(str(image))
+    found = {s.value - img.loads[0].vaddr for s in img.dynsym if s.defined and s.name.endswith("getcpu")}
+    if not found:
+        return []
+    print(f"vdsogen run: {target.name}: qemu-user keeps no CPU number where the image's getcpu reads it in user "
+          f"space (it would answer CPU 0): the loader makes it the getcpu syscall, which answers the CPU the "
+          f"program runs on", file=sys.stderr, flush=True)
+    return [arg for at in sorted(found) for arg in ("--getcpu-syscall", str(at))]
 
 
 def freestanding(target):
@@ -235,16 +254,17 @@ def _run_forwarding(argv, fd):
 
 
 def run_foreign(target, args, syscall_counts):
-    """Run [qemu, loader, image, program...] beside its timekeeper, the image a snapshot() the loader
+    """Run [qemu, loader, loader options..., "--", image, program...] beside its timekeeper, the image a snapshot() the loader
     opens; with counts, through qemu's syscall log, in which the timekeeper (another qemu) is not.
     Returns the program's exit status."""
-    qemu, loader, image, argv = args[0], args[1], args[2], args[3:]
+    qemu, loader, end = args[0], args[1], args.index("--", 2)
+    options, image, argv = args[2:end], args[end + 1], args[end + 2:]
     with scratch_dir("run") as tmp:
         log, pages = Path(tmp) / "strace", Path(tmp) / "pages"
         trace = ["-d", "strace", "-D", str(log)] if syscall_counts else []
         keeper = start_timekeeper(qemu, loader, pages)
         try:
-            rc = _run_forwarding([qemu, *trace, loader, str(pages), image, *argv], snapshot_fd(image))
+            rc = _run_forwarding([qemu, *trace, loader, *options, str(pages), image, *argv], snapshot_fd(image))
         except OSError as e:
             raise RunError(f"{qemu}: cannot start: {e.strerror}", 1) from None
         finally:
@@ -259,4 +279,4 @@ def run_foreign(target, args, syscall_counts):
 
 
 __all__ = ["check_supported", "run_target", "is_test_build", "prepare_foreign", "run_foreign", "build_loader",
-           "build_with_headers", "freestanding", "start_timekeeper", "stop_timekeeper", "count_qemu_log"]
+           "build_with_headers", "freestanding", "getcpu_options", "start_timekeeper", "stop_timekeeper", "count_qemu_log"]
