@@ -294,7 +294,8 @@ def test_live_without_auxv_entry_is_unusable(tmp_path):
 
 def test_catalogue_covers_every_target_abi():
     want = {"x86_64", "x32", "i386", "arm64", "arm64-compat", "arm", "mips-o32", "mips-n32", "mips-n64", "ppc32",
-            "ppc64", "ppc64le", "riscv64", "s390x", "s390", "loongarch64"}
+            "ppc64", "ppc64le", "riscv64", "s390x", "s390", "loongarch64",
+            "riscv32"}
     assert set(abi.names()) == want
     for a in abi.catalogue().values():
         assert a.lookups["glibc"] and a.lookups["sysv"]
