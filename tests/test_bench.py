@@ -143,7 +143,7 @@ HOT_PATH_TARGETS = [n for n in CLOCK_TARGETS if _counter_is_an_instruction(load_
 
 def test_every_target_gets_hot_paths():
     assert HOT_PATH_TARGETS == list(CLOCK_TARGETS)      # no spec reads the GIC counter today
-    assert len(CLOCK_TARGETS) == 18 and len(list_targets()) == 20   # riscv32 and riscv32-compat read no clock
+    assert {"riscv32", "riscv32-compat"} <= set(list_targets()) - set(CLOCK_TARGETS)     # Linux's rv32 reads none
     assert {"arm", "mips-o32", "riscv64", "s390x", "loongarch64"} <= set(HOT_PATH_TARGETS)
 
 
