@@ -103,13 +103,21 @@ int sys_clock(long nr, int clk, struct vdso_timespec *ts)
 	return syscall(nr, (long)clk, ts) == 0 ? 0 : -errno;
 }
 
+#ifndef NR_CLOCK_GETTIME
+/* An ABI with the 64-bit time syscalls only (rv32): the timekeeper's reference is clock_gettime64. */
+#define NR_CLOCK_GETTIME	SYS_clock_gettime64
+#define H_REF_TIMESPEC		vdso_timespec64
+#else
+#define H_REF_TIMESPEC		vdso_timespec
+#endif
+
 int sys_gettime(int clk, struct hts *t)
 {
-	struct vdso_timespec ts;
+	struct H_REF_TIMESPEC ts;
 	int e;
 
 	t->sec = t->nsec = 0;
-	e = sys_clock(NR_CLOCK_GETTIME, clk, &ts);
+	e = syscall(NR_CLOCK_GETTIME, (long)clk, &ts) == 0 ? 0 : -errno;
 	if (e)
 		return e;
 	t->sec = ts.tv_sec;

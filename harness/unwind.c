@@ -608,6 +608,6 @@ void grp_unwind(void)
 void grp_unwind(void)
 {
 	if (h_trampolines[0].name)
-		printf("# unwind: no arch/ARCH/harness-signal.h.j2: no trampoline is installed as a restorer\n");
+		printf("# unwind: no arch/ARCH/harness-signal.h.j2, or a freestanding harness without libgcc: no trampoline is installed as a restorer\n");
 }
 #endif

@@ -93,21 +93,42 @@ static int probe_clock_gettime(clockid_t clk, struct timespec *ts)
 {
 	if (vdso_clock_gettime)
 		return probe_ret(vdso_clock_gettime(clk, ts));
+#ifdef SYS_clock_gettime64
+	return (int)syscall(SYS_clock_gettime64, (long)clk, ts);	/* time64 only (rv32): time.h's timespec is its */
+#else
 	return (int)syscall(SYS_clock_gettime, (long)clk, ts);
+#endif
 }
 
 static int probe_clock_getres(clockid_t clk, struct timespec *ts)
 {
 	if (vdso_clock_getres)
 		return probe_ret(vdso_clock_getres(clk, ts));
+#ifdef SYS_clock_getres_time64
+	return (int)syscall(SYS_clock_getres_time64, (long)clk, ts);
+#else
 	return (int)syscall(SYS_clock_getres, (long)clk, ts);
+#endif
 }
 
 static int gettimeofday(struct timeval *tv, void *tz)
 {
 	if (vdso_gettimeofday)
 		return probe_ret(vdso_gettimeofday(tv, tz));
+#ifdef SYS_gettimeofday
 	return (int)syscall(SYS_gettimeofday, tv, tz);
+#else
+	{
+		/* No gettimeofday syscall (rv32): CLOCK_REALTIME's, in microseconds. */
+		struct timespec ts;
+
+		if (probe_clock_gettime(CLOCK_REALTIME, &ts) != 0)
+			return -1;
+		tv->tv_sec = ts.tv_sec;
+		tv->tv_usec = ts.tv_nsec / 1000;
+		return 0;
+	}
+#endif
 }
 
 static time_t time(time_t *t)

@@ -19,6 +19,7 @@ gcc-powerpc-linux-gnu libc6-dev-powerpc-cross
 gcc-powerpc64-linux-gnu libc6-dev-ppc64-cross
 gcc-riscv64-linux-gnu libc6-dev-riscv64-cross
 gcc-s390x-linux-gnu libc6-dev-s390x-cross
+binutils-sh4-linux-gnu
 gcc-arm-linux-gnueabihf libc6-dev-armhf-cross
 gcc-mipsel-linux-gnu libc6-dev-mipsel-cross libc6-dev-mipsn32el-cross
 gcc-mips-linux-gnu libc6-dev-mips-cross libc6-dev-mipsn32-cross

@@ -450,6 +450,7 @@ vdso_read_clock(const vdso_clock_t *vc, clockid_t clk, bool counter, uint64_t *s
 	return VDSO_OK;
 }
 
+#if VDSO_HAS_CLOCK_GETTIME || VDSO_HAS_CLOCK_GETTIME64 || VDSO_HAS_GETTIMEOFDAY
 /* The time of @clock, whatever the page holds: VDSO_OK, or VDSO_SYSCALL. */
 static __vdso_cold enum vdso_read
 vdso_clock_read_cold(clockid_t clock, struct vdso_timespec64 *ts, const vdso_time_data_t *vd)
@@ -516,6 +517,7 @@ vdso_clock_read_cold(clockid_t clock, struct vdso_timespec64 *ts, const vdso_tim
 	ts->tv_nsec = ns;
 	return VDSO_OK;
 }
+#endif /* a function that reads a clock: an image may have none (riscv32) */
 
 /* ------------------------------------------------------------------ */
 /* The functions                                                       */

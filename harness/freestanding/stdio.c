@@ -335,7 +335,8 @@ static int format(struct sink *k, const char *fmt, va_list ap)
 		lng = 0;
 		for (;; p++) {
 			if (*p == 'l') lng++;
-			else if (*p == 'z' || *p == 't' || *p == 'j') lng = 2;
+			else if (*p == 'z' || *p == 't') lng = sizeof(size_t) == sizeof(long long) ? 2 : 1;
+			else if (*p == 'j') lng = 2;
 			else if (*p == 'h') ;
 			else break;
 		}

@@ -137,7 +137,11 @@ long sysconf(int name)
 
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
+#ifdef SYS_mmap2
+	long r = fs_syscall6(SYS_mmap2, (long)addr, (long)len, prot, flags, fd, off / 4096);	/* in 4 KiB units */
+#else
 	long r = fs_syscall6(SYS_mmap, (long)addr, (long)len, prot, flags, fd, off);
+#endif
 
 	return (void *)fs_ret(r);
 }
@@ -154,12 +158,21 @@ int mprotect(void *addr, size_t len, int prot)
 
 int clock_gettime(clockid_t clk, struct timespec *ts)
 {
+#ifdef SYS_clock_gettime64
+	return (int)fs_ret(fs_sys2(SYS_clock_gettime64, clk, ts));	/* time.h's timespec is its */
+#else
 	return (int)fs_ret(fs_sys2(SYS_clock_gettime, clk, ts));
+#endif
 }
 
 int nanosleep(const struct timespec *req, struct timespec *rem)
 {
+#ifdef SYS_nanosleep
 	return (int)fs_ret(fs_sys2(SYS_nanosleep, req, rem));
+#else
+	/* As nanosleep measures it: CLOCK_MONOTONIC, a relative time. */
+	return (int)fs_ret(fs_sys4(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, req, rem));
+#endif
 }
 
 int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *set)

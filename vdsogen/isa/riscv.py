@@ -1,6 +1,7 @@
-"""RISC-V (EM_RISCV): RV64 with the compressed (C) extension.
+"""RISC-V (EM_RISCV): RV64 and RV32 with the compressed (C) extension.
 
-Decoding: jal, the branches, c.j, c.beqz and c.bnez; jalr and c.jr without
+Decoding: jal, the branches, c.j, c.beqz and c.bnez, and on RV32 (an ELFCLASS32
+image) c.jal, the call RV64 replaced by c.addiw; jalr and c.jr without
 a link end the flow, as c.unimp (a zero halfword, padding) does.  Hot path:
 the counter read is csrr of time or timeh (rdtime: csrrs/csrrc rd, 0xc01
 or 0xc81, x0 and the immediate forms with 0), the syscall ecall, the
@@ -16,18 +17,18 @@ EM_RISCV = 243
 PT_RISCV_ATTRIBUTES = 0x70000003
 
 
-def riscv_insn(code: Code, i: int, addr: int) -> Insn:
+def riscv_insn(code: Code, i: int, addr: int, rv32: bool = False) -> Insn:
     half = int.from_bytes(code[i:i + 2], "little")
     if half == 0:
         return Insn(2, STOP)                          # c.unimp / padding
     if half & 3 != 3:
         quadrant, funct3 = half & 3, half >> 13
-        if quadrant == 1 and funct3 in (5, 6, 7):
-            if funct3 == 5:                           # c.j
+        if quadrant == 1 and (funct3 in (5, 6, 7) or (rv32 and funct3 == 1)):
+            if funct3 in (1, 5):                      # c.jal (RV32), c.j
                 imm = ((half >> 1) & 0x800) | ((half << 2) & 0x400) | ((half >> 1) & 0x300) | \
                       ((half << 1) & 0x80) | ((half >> 1) & 0x40) | ((half << 3) & 0x20) | \
                       ((half >> 7) & 0x10) | ((half >> 2) & 0xE)
-                return Insn(2, JUMP, addr + sext(imm, 12))
+                return Insn(2, CALL if funct3 == 1 else JUMP, addr + sext(imm, 12))
             imm = ((half >> 4) & 0x100) | ((half << 1) & 0xC0) | ((half << 3) & 0x20) | \
                   ((half >> 7) & 0x18) | ((half >> 2) & 0x6)
             return Insn(2, CJUMP, addr + sext(imm, 9))   # c.beqz, c.bnez
@@ -69,8 +70,15 @@ def _decode(code: Code, i: int, addr: int, mode: str | None) -> Insn | None:
     return riscv_insn(code, i, addr)
 
 
+def _decode32(code: Code, i: int, addr: int, mode: str | None) -> Insn | None:
+    if i + 2 > len(code) or (code[i] & 3 == 3 and i + 4 > len(code)):
+        return None
+    return riscv_insn(code, i, addr, rv32=True)
+
+
 def _decoder(img: Image) -> Decode:
-    return _decode
+    """RV32's for an ELFCLASS32 image (c.jal), else RV64's."""
+    return _decode32 if getattr(img, "elf_class", 64) == 32 else _decode
 
 
 def _classifier(img: Image) -> Classify:

@@ -4,9 +4,13 @@
 
 #include <sys/types.h>
 
+/* The kernel's __kernel_timespec on every ABI: 64-bit seconds, and the nanoseconds padded to 64 bits. */
 struct timespec {
 	time_t	tv_sec;
 	long	tv_nsec;
+#if __SIZEOF_LONG__ == 4
+	int	: 32;		/* the high half on a little-endian ABI (rv32): the kernel drops it */
+#endif
 };
 
 #define CLOCK_REALTIME			0

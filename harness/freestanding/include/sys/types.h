@@ -10,7 +10,8 @@ typedef long		off_t;
 typedef int		pid_t;
 typedef unsigned int	uid_t;
 typedef unsigned int	mode_t;
-typedef long		time_t;
+/* 64-bit everywhere: 32-bit ABIs without the old time syscalls (rv32) have only the time64 ones. */
+typedef long long	time_t;
 typedef int		clockid_t;
 
 #endif
