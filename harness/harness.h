@@ -56,6 +56,7 @@ struct h_trampoline {
 	size_t		nlead;
 	const uint32_t	*words;
 	size_t		nwords;
+	size_t		match;		/* bytes of words unwinders compare (the catalogue's `match`) */
 };
 
 /* A syscall number from the spec, and libc's SYS_ number (-1: libc has none). */

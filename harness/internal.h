@@ -79,6 +79,7 @@ extern unsigned char *h_data;		/* first data page */
 extern unsigned char *h_text;		/* the image, right above the data pages */
 extern size_t h_image_size;
 extern int h_text_guarded;		/* the text is mapped with PROT_BTI ([harness] bti) */
+extern int h_text_unbuilt;		/* the image is not built for BTI: mapped unguarded, as its kernel maps it */
 
 #define H_PAGE(n)	(h_data + (size_t)(n) * VDSO_PAGE_SIZE)
 

@@ -496,7 +496,12 @@ static uint64_t tk_fresh_pages(struct tk *tk, int32_t mode, int state, const str
 	memset(h_data, 0, (size_t)VDSO_DATA_PAGES * VDSO_PAGE_SIZE);
 #ifdef HARNESS_HAVE_ARCH_DATA
 	/* First: a counter read may depend on it (s390's TOD steering). */
+#ifdef VDSO_PAGE_ARCH
 	harness_arch_fill(H_PAGE(VDSO_PAGE_ARCH), h_hz);
+#else
+	/* A layout without an arch page (s390's before v6.15): the arch data is in the time data. */
+	harness_arch_fill(NULL, h_hz);
+#endif
 #endif
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 #ifdef HARNESS_HAVE_CLOCK_MODES

@@ -359,6 +359,13 @@ static struct {
 	int		frames;
 	uintptr_t	ip, sp, tramp_cfa, cfa, caller_ip;
 	int		ip_before;	/* the unwinder takes ip for the faulting instruction itself */
+	/*
+	 * The trampoline's CFI gives the stack pointer no rule (Linux's i386
+	 * ones): unwinders take the CFA for it, DWARF's convention, and libgcc
+	 * holds no value to read, so reading it faults; the probe catches that.
+	 */
+	int		probing, sp_by_cfa;
+	sigjmp_buf	probe;
 	/* An rt handler's ucontext, and the first register the unwinder recovers otherwise. */
 	const void	*uc;
 	int		bad_reg;
@@ -404,7 +411,7 @@ static void compare_registers(struct _Unwind_Context *ctx)
 	unsigned int r;
 
 	for (r = HARNESS_UC_FIRST_REG; u.uc && r < HARNESS_UC_REGS && u.bad_reg < 0; r++) {
-		got = _Unwind_GetGR(ctx, (int)r);
+		got = u.sp_by_cfa && r == (unsigned int)__builtin_dwarf_sp_column() ? u.sp : _Unwind_GetGR(ctx, (int)r);
 		want = harness_uc_reg(u.uc, r);
 		if (got != want) {
 			u.bad_reg = (int)r;
@@ -431,8 +438,15 @@ static _Unwind_Reason_Code sig_frame(struct _Unwind_Context *ctx, void *arg)
 		u.ip = ip;
 		u.ip_before = before;
 		u.tramp_cfa = _Unwind_GetCFA(ctx);
-		/* Faults (and escapes) unless the trampoline's CFI says where the stack pointer was. */
-		u.sp = _Unwind_GetGR(ctx, __builtin_dwarf_sp_column());
+		/* Where the trampoline's CFI says the stack pointer was; without a rule, the CFA. */
+		u.probing = 1;
+		if (sigsetjmp(u.probe, 1) == 0) {
+			u.sp = _Unwind_GetGR(ctx, __builtin_dwarf_sp_column());
+		} else {
+			u.sp = u.tramp_cfa - HARNESS_CFA_SP_OFFSET;
+			u.sp_by_cfa = 1;
+		}
+		u.probing = 0;
 		compare_registers(ctx);
 		u.stage = 2;
 		return _URC_NO_REASON;
@@ -446,6 +460,11 @@ static _Unwind_Reason_Code sig_frame(struct _Unwind_Context *ctx, void *arg)
 
 static void on_fault_common(void)
 {
+	/* Reading a stack pointer the CFI gives no rule (u.probing). */
+	if (u.probing) {
+		u.probing = 0;
+		siglongjmp(u.probe, 1);
+	}
 	/* A fault inside the handler (the unwinder following bad rules), or after it returned. */
 	if (u.depth++ || u.handled)
 		siglongjmp(u.escape, u.handled ? 2 : 1);

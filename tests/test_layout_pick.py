@@ -61,7 +61,7 @@ def images(tmp_path_factory):
     ("arm64", (6, 1, 176), "linux-5.6", 2),
     ("arm64", (6, 16, 1), "linux-6.15", 4),
     ("arm64", (6, 17, 0), "linux-6.17", 4),
-    ("riscv64", (7, 2, 13), "linux-6.17-riscv", 4),
+    ("riscv64", (7, 2, 13), "linux-7.2-riscv", 4),
 ])
 def test_the_note_picks_the_layout(name, version, layout, pages, images, tmp_path):
     target = load_target(name)
@@ -76,9 +76,9 @@ def test_the_note_picks_the_layout(name, version, layout, pages, images, tmp_pat
 
 
 @pytest.mark.parametrize("name, version, have", [
-    ("x86_64", (6, 15, 0), "linux-5.6-x86 (5.6-6.9), linux-6.12-x86 (6.10-6.12), linux-6.14-x86 (6.13-6.14), "
-                           "linux-6.17-x86 (6.17+)"),
-    ("riscv64", (6, 12, 117), "linux-6.17-riscv (6.17+)"),
+    ("x86_64", (5, 4, 0), "linux-5.6-x86 (5.6-6.9), linux-6.12-x86 (6.10-6.12), linux-6.14-x86 (6.13-6.14), "
+                          "linux-6.15-x86 (6.15-6.16), linux-6.17-x86 (6.17+)"),
+    ("riscv64", (6, 12, 117), "linux-6.17-riscv (6.17-7.1), linux-7.2-riscv (7.2+)"),
     ("arm64", (5, 4, 0), "linux-5.6 (5.6-6.14), linux-6.15 (6.15-6.16), linux-6.17 (6.17+)"),
 ])
 def test_no_layout_fits(name, version, have, images, tmp_path):

@@ -317,16 +317,56 @@ def die_with_parent() -> None:
 AUX_CLOCKS = ("served", "none")
 
 
+# What Linux's own vDSO of each ABI does where vdsogen's images promise more (linux.toml).
+LINUX_FACTS = Path(__file__).with_name("linux.toml")
+LINUX_READS = ("syscall", "counter", "zero")
+
+
+def linux_behaviour(abi: str) -> dict[str, str]:
+    """{"unserved": ..., "none": ...}: how the Linux vDSO of ABI `abi` treats
+    a clock mode its counter does not serve, and mode NONE (linux.toml)."""
+    from vdsogen.spec.toml import Table, load_toml
+
+    top = Table(LINUX_FACTS, load_toml(LINUX_FACTS))
+    abis = top.table("abi")
+    if not abis.has(abi):
+        abis.error(abi, f"no entry for the {abi} ABI")
+    t = abis.table(abi)
+    out = {key: t.str(key, choices=LINUX_READS) for key in ("unserved", "none")}
+    t.done()
+    return out
+
+
+def is_vdsogens(image) -> bool:
+    """The image is one vdsogen built: it carries vdsogen's data-pages note."""
+    from vdsogen.audit.rules.notes import LAYOUT_NOTE
+    from vdsogen.elf.reader import ElfImage
+
+    try:
+        return any((n.name, n.type) == LAYOUT_NOTE for n in ElfImage(str(image)).notes)
+    except VdsogenError:
+        return True     # the harness's own checks say what is wrong with it
+
+
 def _harness_env(target, image, aux_clocks=None, soak=0):
     """The harness's environment: an image not built for BTI (a Linux image
     of a kernel without BTI) is mapped unguarded, as such a kernel maps it,
     whatever the spec builds ([harness] bti); the aux clocks' treatment, when
     said (VDSOGEN_HARNESS_AUX); how long the racing writers run, when longer
-    than their 100 ms (VDSOGEN_HARNESS_SOAK, seconds)."""
+    than their 100 ms (VDSOGEN_HARNESS_SOAK, seconds).  An image vdsogen did
+    not build (a kernel's) is held to what its kernel's vDSO does where
+    vdsogen's promise more (linux_behaviour: VDSOGEN_HARNESS_LINUX_UNSERVED and
+    _NONE) and may carry any soname of its ABI (VDSOGEN_HARNESS_SONAMES, from
+    the ABI catalogue: Linux 6.1's s390x image is linux-vdso64.so.1)."""
     env = {}
     labels = _kernel_labels(target, image)
     if labels:
         env["VDSOGEN_HARNESS_LABELS"] = labels
+    if not is_vdsogens(image):
+        linux = linux_behaviour(target.abi.name)
+        env["VDSOGEN_HARNESS_LINUX_UNSERVED"] = linux["unserved"]
+        env["VDSOGEN_HARNESS_LINUX_NONE"] = linux["none"]
+        env["VDSOGEN_HARNESS_SONAMES"] = " ".join(target.abi.sonames)
     if aux_clocks is not None:
         env["VDSOGEN_HARNESS_AUX"] = aux_clocks
     if soak:

@@ -5,10 +5,13 @@ A layout says which Linux versions it describes and which ABIs read it then
 `vdsogen test` plays the layout of that kernel: among the layouts of the
 target's directories that list its ABI and cover the version, the spec's own
 if it is one of them, else the only one.  `--layout=NAME` names it instead;
-an image without a note keeps the spec's.  The spec's page size stays (an
-image's p_align does not say the kernel's: Debian links arm64's at 16 bytes
-and loongarch64's at 64 KiB for 16 KiB pages); the page count becomes the
-layout's.
+an image without a note keeps the spec's.  The page count becomes the
+layout's.  The page size is the one the image's code reads its data pages
+at (page_size_of): an image's p_align does not say it (Debian links arm64's
+at 16 bytes and loongarch64's at 64 KiB for 16 KiB pages), and one ABI's
+kernels differ (Debian's ppc64el had 64 KiB pages in 6.1, 4 KiB in 7.2);
+where the code's reads do not tell (an ISA whose PC-relative forms are not
+decoded, reads that fit no page size), the spec's stays.
 """
 
 from dataclasses import dataclass, replace
@@ -22,17 +25,24 @@ from vdsogen.spec.model import Target
 from vdsogen.spec.toml import did_you_mean
 
 
+# The page sizes a Linux kernel of any ABI vdsogen knows may have.
+PAGE_SIZES = (4096, 16384, 65536)
+
+
 @dataclass(frozen=True)
 class Choice:
     """The layout a run plays, and why, for the run's output."""
     target: Target      # the target with that layout
     why: str
+    sized: bool = False  # the page size is the image's (page_size_of), not the spec's
+    version: tuple | None = None    # the image's Linux version note, which the harness plays
 
     @property
     def line(self) -> str:
-        layout = self.target.datapage.layout
-        span = f" (Linux {layout.versions})" if layout.versions else ""
-        return f"# layout: {layout.name}{span}, {self.why}; {self.target.datapage.pages} data pages"
+        dp = self.target.datapage
+        span = f" (Linux {dp.layout.versions})" if dp.layout.versions else ""
+        size = f" of {dp.page_size} bytes, as the image's code reads them" if self.sized else ""
+        return f"# layout: {dp.layout.name}{span}, {self.why}; {dp.pages} data pages{size}"
 
 
 def layout_dirs(target) -> tuple[Path, ...]:
@@ -53,9 +63,33 @@ def for_abi(target) -> list[Layout]:
     return sorted((lay for lay in out if target.abi.name in lay.abis), key=lambda lay: lay.linux)
 
 
-def with_layout(target, layout: Layout):
-    """The target with `layout` for its data pages, as many as it has."""
-    return replace(target, datapage=replace(target.datapage, layout=layout, pages=layout.page_count))
+def with_layout(target, layout: Layout, page_size: int | None = None):
+    """The target with `layout` for its data pages, as many as it has (of `page_size` bytes, when given)."""
+    return replace(target, datapage=replace(target.datapage, layout=layout, pages=layout.page_count,
+                                            page_size=page_size or target.datapage.page_size))
+
+
+def page_size_of(image, layout: Layout, target) -> int | None:
+    """The page size Linux mapped the image's data pages with, from the
+    addresses its code reads below the image (vdsogen.audit.diff's data
+    flow): the one size of PAGE_SIZES at which every read falls inside the
+    layout's pages and the lowest inside its lowest page (a vDSO reads its
+    lowest data page: the time page, or MIPS's GIC page).  None when the
+    reads do not say: the ISA's are not decoded, there are none, or no
+    size or several fit."""
+    from vdsogen.audit.diff import data_offsets
+    from vdsogen.elf.reader import ElfImage
+
+    try:
+        reads = data_offsets(ElfImage(str(image)), tuple(t.name for t in target.abi.trampolines))
+    except VdsogenError:
+        return None
+    below = [o for offsets in (reads or {}).values() for o in offsets if o < 0]
+    if not below:
+        return None
+    n, low = layout.page_count, min(below)
+    fits = [size for size in PAGE_SIZES if -n * size <= low < -(n - 1) * size]
+    return fits[0] if len(fits) == 1 else None
 
 
 def named(target, name: str) -> Choice:
@@ -68,7 +102,22 @@ def named(target, name: str) -> Choice:
 
 
 def of_image(target, image) -> Choice:
-    """The layout of the kernel the image's version note names."""
+    """The layout of the kernel the image's version note names; the target then
+    says that version too, for what the harness renders by it (x86's
+    .altinstructions entries: 12 bytes before v6.2, 14 from it), and exports
+    only what that version's kernels export (the ABI catalogue's `since`:
+    6.1's i386 image has no __vdso_getcpu)."""
+    choice = _of_image(target, image)
+    version = choice.version
+    if version is None:
+        return choice
+    era = tuple(version[:3]) + (0,) * (3 - len(version[:3]))
+    t = choice.target
+    exports = tuple(e for e in t.exports if (x := t.abi.export(e.name)) is None or x.alive(era))
+    return replace(choice, target=replace(t, elf=replace(t.elf, linux_version=era), exports=exports))
+
+
+def _of_image(target, image) -> Choice:
     from vdsogen.elf.reader import ElfImage
 
     own = target.datapage.layout
@@ -82,9 +131,9 @@ def of_image(target, image) -> Choice:
     layouts = for_abi(target)
     fits = [lay for lay in layouts if lay.covers(version)]
     if any(lay.name == own.name for lay in fits):
-        return Choice(target, f"the spec's: {shown}")
+        return Choice(target, f"the spec's: {shown}", version=version)
     if len(fits) == 1:
-        return Choice(with_layout(target, fits[0]), shown)
+        return Choice(with_layout(target, fits[0]), shown, version=version)
     have = ", ".join(f"{lay.name} ({lay.versions})" for lay in layouts) or "none"
     if fits:
         raise HarnessError(f"{image}: Linux {era.show(version)}: layouts {', '.join(lay.name for lay in fits)} "
@@ -95,11 +144,15 @@ def of_image(target, image) -> Choice:
 
 def choose(target, image=None, layout: str | None = None) -> Choice | None:
     """The layout to play: --layout's, else the image's kernel's; None for the spec's own build."""
-    if layout is not None:
-        return named(target, layout)
-    if image is not None:
-        return of_image(target, image)
-    return None
+    if layout is None and image is None:
+        return None
+    choice = named(target, layout) if layout is not None else of_image(target, image)
+    if image is None:
+        return choice
+    size = page_size_of(image, choice.target.datapage.layout, target)
+    if size is None or size == choice.target.datapage.page_size:
+        return choice
+    return replace(choice, target=with_layout(choice.target, choice.target.datapage.layout, size), sized=True)
 
 
-__all__ = ["Choice", "choose", "for_abi", "with_layout", "layout_dirs"]
+__all__ = ["Choice", "choose", "for_abi", "with_layout", "layout_dirs", "page_size_of", "PAGE_SIZES"]

@@ -234,10 +234,11 @@ class _File:
                     pt.error(pname, f"{pname!r} is not a C identifier")
                 params.append(self._param(pt.table(pname), pname))
             pt.done()
+            # Each a field, or fields separated by "|" of which the layout must have one.
             fields = t.list("time_fields", str, [], "a string")
             for i, f in enumerate(fields):
-                if not C_IDENT.match(f):
-                    t.error(f"time_fields[{i}]", f"{f!r} is not a C identifier")
+                if not all(C_IDENT.match(a) for a in f.split("|")):
+                    t.error(f"time_fields[{i}]", f"{f!r} is not a C identifier (or several, separated by |)")
             t.done()
             self.counters[name] = (modes, tuple(params), tuple(fields), t)
         ct.done()
@@ -466,11 +467,10 @@ def check_layout(cc: CounterContract, numbers: tuple, layout: Layout, ct: Table,
             if not (page and page.struct and page.symbol):
                 ct.error(f"modes[{i}]", f"clock mode {mode.name} reads the {role} page: layout {layout.name} "
                                         f"has none with a struct and a symbol")
-    time = layout.struct(layout.time_struct)
     for f in cc.time_fields:
-        if time.field(f) is None:
-            dt.error("layout", f"the {cc.name} counter reads {f} in the time data ({cc.path}: "
-                               f"counter.{cc.name}.time_fields): layout {layout.name} has none")
+        if not any(layout.time_field(a) for a in f.split("|")):
+            dt.error("layout", f"the {cc.name} counter reads {' or '.join(f.split('|'))} in the time data "
+                               f"({cc.path}: counter.{cc.name}.time_fields): layout {layout.name} has none")
 
 
 # --- the table of docs/hacking.rst -----------------------------------------

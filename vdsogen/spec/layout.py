@@ -30,6 +30,9 @@ CLOCK_OPTIONAL = {"max_cycles": "u64"}
 TIME_DATA_ACCESS = {"tz_minuteswest": "s32", "tz_dsttime": "s32", "hrtimer_res": "u32"}
 # Optional: the auxiliary clocks' records (CLOCK_AUX + i, v6.17+), an array of the clock struct.
 AUX_CLOCKS = "aux_clocks"
+# Optional: the struct holding the arch's own time data (Linux's arch_data: s390's TOD
+# correction), a member of the time struct; unsaid, its fields are the time struct's own.
+ARCH_TIME = "arch_time"
 MIN_BASES = 12  # CLOCK_TAI + 1
 
 
@@ -113,7 +116,8 @@ class Layout:
 
     @property
     def page_count(self) -> int:
-        return len(self.pages)
+        """Pages below the text (a page playing two roles counts once)."""
+        return len({p.index for p in self.pages})
 
     @property
     def has_max_cycles(self) -> bool:
@@ -128,6 +132,21 @@ class Layout:
         f = self.struct(self.time_struct).field(path)
         assert f is not None, f"{self.name}: no member {path}"
         return f.count
+
+    def time_field(self, name: str) -> "str | None":
+        """The member path, from the time struct, of the arch's time-data field
+        `name` (s390's tod_steering_end: "vdso_data[0].arch_data.tod_steering_end"
+        before v6.15), in the struct [access] arch_time names; None if it has none."""
+        prefix = self.access.get(ARCH_TIME)
+        struct = self.struct(self.time_struct)
+        if prefix:
+            for part in prefix.split("."):
+                f = struct.field(part.partition("[")[0])
+                assert f is not None, f"{self.name}: no member {prefix}"
+                struct = self.struct(f.type)
+        if struct.field(name) is None:
+            return None
+        return f"{prefix}.{name}" if prefix else name
 
     @property
     def has_timens(self) -> bool:
@@ -258,16 +277,28 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
 
     if top.has("page") or base is None:
         page_list: list = []
-        for i, pt in enumerate(top.tables("page")):
+        index = 0
+        for pt in top.tables("page"):
             role = pt.str("role", choices=PAGE_ROLES)
             struct = pt.str("struct", None)
             if struct is not None and struct not in structs:
                 pt.error("struct", f"unknown struct {struct!r}")
             symbol = pt.ident("symbol", None)
+            # A role an earlier page plays as well (powerpc's arch data shares the time page before v6.15).
+            same_as = pt.str("same_as", None, choices=PAGE_ROLES)
             pt.done()
             if role != "reserved" and any(p.role == role for p in page_list):
                 pt.error("role", f"role {role!r} given to two pages")
-            page_list.append(Page(i, role, struct, symbol))
+            if same_as is None:
+                page_list.append(Page(index, role, struct, symbol))
+                index += 1
+                continue
+            host = next((p for p in page_list if p.role == same_as), None)
+            if host is None:
+                pt.error("same_as", f"no earlier page plays {same_as!r}")
+            if symbol is not None and symbol != host.symbol:
+                pt.error("symbol", f"the {same_as} page's symbol is {host.symbol!r}: a page has one")
+            page_list.append(Page(host.index, role, struct or host.struct, host.symbol))
         pages = tuple(page_list)
     else:
         pages = base.pages
@@ -281,8 +312,9 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
         access = {"clocks": at.str("clocks")}
         for datum in TIME_DATA_ACCESS:
             access[datum] = at.str(datum)
-        if at.has(AUX_CLOCKS):
-            access[AUX_CLOCKS] = at.str(AUX_CLOCKS)
+        for optional in (AUX_CLOCKS, ARCH_TIME):
+            if at.has(optional):
+                access[optional] = at.str(optional)
         at.done()
     else:
         access = dict(base.access)
@@ -380,6 +412,10 @@ def _check_access(path, name, description, structs, pages, time_page, access):
         f = resolve(datum, access[datum])
         if f.type != ftype or f.is_array:
             err(datum, f"{access[datum]!r} must be a {ftype}")
+    if ARCH_TIME in access:
+        arch = resolve(ARCH_TIME, access[ARCH_TIME])
+        if arch.type in SCALARS or (arch.is_array and "[" not in access[ARCH_TIME].rsplit(".", 1)[-1]):
+            err(ARCH_TIME, f"{access[ARCH_TIME]!r} must name one struct")
     if AUX_CLOCKS in access:
         aux = resolve(AUX_CLOCKS, access[AUX_CLOCKS])
         if not aux.is_array or aux.type != clock.name:
