@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from vdsogen import paths
@@ -148,9 +149,10 @@ def image_inputs(target, builder, files) -> str:
 
 
 def cached_image(target) -> tuple[str, Path]:
-    """A snapshot() of the target's image in the cache, and its path, built when its inputs (image_inputs())
-    changed, never otherwise; the cache entry's lock is held throughout, so concurrent runs
-    build it once and each reads a whole image."""
+    """A snapshot() of the target's image in the cache, and its path: built once per content of its
+    inputs (image_inputs()), into a directory of their own (images/NAME/DIGEST), whose lock is held
+    throughout, so concurrent runs build it once and each reads a whole image, and runs of another
+    vdsogen never write there.  Entries of the name left for a day, which no run holds, go."""
     from vdsogen.audit.check import build_validator
     from vdsogen.build.image import build_target
     from vdsogen.fsutil import locked_dir, write_atomic
@@ -159,7 +161,7 @@ def cached_image(target) -> tuple[str, Path]:
     builder = _quiet_builder(target)
     files = sources(target)
     key = image_inputs(target, builder, files)
-    outdir = cache_dir() / "images" / (f"{target.name}-test" if target.test_counter else target.name)
+    outdir = cache_dir() / "images" / (f"{target.name}-test" if target.test_counter else target.name) / key[:16]
     stamp, image = outdir / "inputs", outdir / "vdso.so"
     with locked_dir(outdir):
         try:
@@ -169,7 +171,33 @@ def cached_image(target) -> tuple[str, Path]:
         if not fresh:
             build_target(target, outdir, builder=builder, validate=build_validator, files=files, lock=False)
             write_atomic(stamp, key.encode())
-        return snapshot(image), image
+        os.utime(stamp)
+        snap = snapshot(image)
+    _prune(outdir)
+    return snap, image
+
+
+STALE_SECONDS = 86400
+
+
+def _prune(keep):
+    """Remove the cache entries beside `keep` not used for STALE_SECONDS that no run holds locked."""
+    from vdsogen.fsutil import LOCK_NAME
+
+    for entry in keep.parent.iterdir():
+        try:
+            if entry == keep or time.time() - (entry / "inputs").stat().st_mtime < STALE_SECONDS:
+                continue
+            fd = os.open(entry / LOCK_NAME, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def checked_image(target, image):
