@@ -1,6 +1,8 @@
 """The ABIs of issue 25 this file covers: sparc64 (Linux 6.19's vDSO, the
 generic library: %stick or %tick by clock mode, asm entries reaching the
-data without the GOT, timeval's 32-bit tv_usec).
+data without the GOT, timeval's 32-bit tv_usec), and parisc's catalogue
+entry and ISA module (audit recognises Linux's vdso32 and QEMU's hppa image;
+no parisc target yet).
 
 What the generic tests (test_targets, test_harness, test_run, test_golden,
 test_oracle_decode) do not: the ISA module's words, the export set of the
@@ -18,7 +20,7 @@ from vdsogen.build.toolchain import Builder
 from vdsogen.elf.reader import ElfImage
 from vdsogen.gen.render import sources
 from vdsogen.harness.driver import build_harness
-from vdsogen.isa import base, for_machine, sparc
+from vdsogen.isa import base, for_machine, parisc, sparc
 from vdsogen.spec.model import load_target
 
 SPARC64_EXPORTS = {"__vdso_clock_gettime", "clock_gettime", "__vdso_gettimeofday", "gettimeofday",
@@ -166,3 +168,148 @@ impl = "gettimeofday"
     s009 = sorted(f.message.split(":")[0] for f in report.findings if f.rule == "S009")
     assert s009 == ["__vdso_clock_getres", "clock_getres"], report.findings
     assert {v.consumer: v.verdict for v in report.consumers}["glibc"] == "works"
+
+
+# --- parisc: the ISA module and the catalogue ----------------------------------------------------
+
+HPPA_AS, HPPA_LD, HPPA_OBJDUMP = "hppa-linux-gnu-as", "hppa-linux-gnu-ld", "hppa-linux-gnu-objdump"
+# Every branch form the decoder knows, forwards and backwards, with and without ,n.
+HPPA_BRANCHES = """
+	.text
+	.globl	f
+	.type	f, @function
+f:
+0:	comb,=,n %r3, %r4, 1f
+	comib,<> 5, %r4, 1f
+	addib,<> -1, %r5, 0b
+	nop
+	addb,= %r3, %r4, 1f
+	bb,< %r3, 5, 0b
+	movb,= %r3, %r4, 1f
+	movib,= 1, %r4, 0b
+	b,l	1f, %r2
+	nop
+	b,n	0b
+	ble	0x100(%sr2, %r0)
+	nop
+1:	mfctl	%cr16, %r28
+	bv	%r0(%r2)
+	nop
+	be	0x100(%sr2, %r0)
+	ldi	0, %r20
+"""
+
+
+def gnu_branches(obj):
+    """{address: target} of the direct branches hppa objdump prints, with a target "N <f+0xN>"."""
+    import re
+    import subprocess
+    out = subprocess.run([HPPA_OBJDUMP, "-d", str(obj)], capture_output=True, text=True, check=True).stdout
+    return {int(m.group(1), 16): int(m.group(2), 16)
+            for m in re.finditer(r"^\s*([0-9a-f]+):.*[\s,]([0-9a-f]+) <f(?:\+0x[0-9a-f]+)?>", out, re.M)}
+
+
+def test_parisc_decoder_agrees_with_gnu_objdump(tmp_path):
+    src, obj = tmp_path / "f.S", tmp_path / "f.o"
+    src.write_text(HPPA_BRANCHES)
+    import subprocess
+    subprocess.run([HPPA_AS, str(src), "-o", str(obj)], check=True)
+    img = ElfImage(obj)
+    text = next(s for s in img.sections if s.name == ".text")
+    code = img.data[text.offset:text.offset + text.size]
+    theirs = gnu_branches(obj)
+    assert len(theirs) == 9, theirs
+    for addr, target in theirs.items():
+        insn = parisc.parisc_insn(int.from_bytes(code[addr:addr + 4], "big"), addr)
+        assert insn.kind in (base.CALL, base.JUMP, base.CJUMP) and insn.target == target, (hex(addr), insn)
+    words = [int.from_bytes(code[i:i + 4], "big") for i in range(0, len(code), 4)]
+    kinds = [parisc.parisc_class(w) for w in words]
+    assert kinds.count(base.COUNTER) == 1 and kinds.count(base.RETURN) == 1 and kinds.count(base.SYSCALL) == 2
+    assert parisc.parisc_insn(words[-4], 0).kind == base.STOP          # bv
+    assert parisc.parisc_insn(words[-2], 0).kind == base.STOP          # be: the gateway returns to %r31
+
+
+# An image laid out as Linux 6.12's vdso32 (its facts, vdsogen's own source): the two trampolines
+# the kernel links by offset, the time functions 6.11 added as plain syscalls.
+LINUX_LIKE = """
+	.text
+	.align	64
+	.word	-672			/* where the rt frame's context is, for gdb */
+	nop
+	.globl	__kernel_sigtramp_rt32
+	.type	__kernel_sigtramp_rt32, @function
+__kernel_sigtramp_rt32:
+	ldi	0, %r25
+	ldi	173, %r20
+	ble	0x100(%sr2, %r0)
+	nop
+	ldi	1, %r25
+	ldi	173, %r20
+	ble	0x100(%sr2, %r0)
+	nop
+	.size	__kernel_sigtramp_rt32, . - __kernel_sigtramp_rt32
+
+	.globl	__kernel_restart_syscall32
+	.type	__kernel_restart_syscall32, @function
+__kernel_restart_syscall32:
+	ldw	0(%sp), %r31
+	be	0x100(%sr2, %r0)
+	ldi	0, %r20
+	.size	__kernel_restart_syscall32, . - __kernel_restart_syscall32
+
+	.macro	wrapper name, nr
+	.globl	\\name
+	.type	\\name, @function
+\\name:
+	copy	%r31, %r1
+	ble	0x100(%sr2, %r0)
+	ldi	\\nr, %r20
+	bv	%r0(%r1)
+	nop
+	.size	\\name, . - \\name
+	.endm
+	wrapper	__vdso_gettimeofday, 78
+	wrapper	__vdso_clock_gettime, 246
+	wrapper	__vdso_clock_gettime64, 403
+
+	.section .note.Linux, "a", @note
+	.balign	4
+	.long	6, 4, 0
+	.asciz	"Linux"
+	.balign	4
+	.long	0x060c00
+	.section .note.GNU-stack, "", @progbits
+"""
+
+
+def test_parisc_audit_recognises_a_linux_image(tmp_path):
+    import subprocess
+    src, obj, so, ver = tmp_path / "v.S", tmp_path / "v.o", tmp_path / "vdso32.so", tmp_path / "v.map"
+    src.write_text(LINUX_LIKE)
+    ver.write_text("LINUX_5.18 { global: __kernel_sigtramp_rt32; __kernel_restart_syscall32; __vdso_gettimeofday; "
+                   "__vdso_clock_gettime; __vdso_clock_gettime64; local: *; };\n")
+    subprocess.run(["hppa-linux-gnu-gcc", "-c", str(src), "-o", str(obj)], check=True)
+    lds = tmp_path / "v.lds"
+    lds.write_text("PHDRS { text PT_LOAD FILEHDR PHDRS FLAGS(5); dynamic PT_DYNAMIC FLAGS(4); note PT_NOTE FLAGS(4); }\n"
+                   "SECTIONS { . = SIZEOF_HEADERS; .hash : { *(.hash) } :text .gnu.hash : { *(.gnu.hash) }\n"
+                   ".dynsym : { *(.dynsym) } .dynstr : { *(.dynstr) } .gnu.version : { *(.gnu.version) }\n"
+                   ".gnu.version_d : { *(.gnu.version_d) } .note : { *(.note.*) } :text :note\n"
+                   ".dynamic : { *(.dynamic) } :text :dynamic .text : { *(.text) } :text\n"
+                   "/DISCARD/ : { *(.data .bss) } }\n")
+    subprocess.run([HPPA_LD, "-shared", "-soname=linux-vdso32.so.1", "--hash-style=both", "--build-id=sha1",
+                    f"--version-script={ver}", "-T", str(lds), str(obj), "-o", str(so)], check=True)
+    report = audit_path(str(so))
+    assert report.detection.abi.name == "parisc"
+    findings = {f.rule for f in report.findings}
+    assert not [f for f in report.findings if f.severity == "error"], report.findings
+    assert not findings & {"S008", "S009", "T001", "H010"}, report.findings   # every export known, trampolines Linux's
+    assert {v.consumer: v.verdict for v in report.consumers} == {"glibc": "n/a", "musl": "n/a", "go": "n/a",
+                                                                 "sysv": "works"}
+
+    # The rt trampoline's words are what gdb matches: one changed (ldi 172 for rt_sigreturn's 173) is T001's error.
+    src.write_text(LINUX_LIKE.replace("ldi\t173, %r20", "ldi\t172, %r20", 1))
+    subprocess.run(["hppa-linux-gnu-gcc", "-c", str(src), "-o", str(obj)], check=True)
+    subprocess.run([HPPA_LD, "-shared", "-soname=linux-vdso32.so.1", "--hash-style=both", "--build-id=sha1",
+                    f"--version-script={ver}", "-T", str(lds), str(obj), "-o", str(so)], check=True)
+    t001 = [f for f in audit_path(str(so)).findings if f.rule == "T001"]
+    assert t001 and t001[0].severity == "error" and "34140158" in t001[0].message, t001
