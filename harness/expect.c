@@ -151,7 +151,7 @@ void expect_gettimeofday(struct chk *k, const struct tk *tk, const vdso_time_dat
 	lo.sec = (long)lo.sec;
 	hi.sec = (long)hi.sec;
 	if (tv.tv_usec < 0 || tv.tv_usec >= 1000000) {
-		chk_fail(k, "tv_usec %ld is not normalised", tv.tv_usec);
+		chk_fail(k, "tv_usec %ld is not normalised", (long)tv.tv_usec);
 		return;
 	}
 	got.sec = tv.tv_sec;

@@ -667,6 +667,16 @@ static void __attribute__((noreturn)) start(uintptr_t sp, uintptr_t entry)
 	register uintptr_t to __asm__("r1") = entry;
 
 	__asm__ volatile("lgr %%r15, %0\n\tlghi %%r14, 0\n\tbr %1" : : "r"(sp), "a"(to) : "memory");
+#elif defined(__sparc__) && defined(__arch64__)
+	/*
+	 * argc sits one register window (16 doublewords) above the biased %sp;
+	 * %g1 would hold the dynamic linker's finaliser.  The entry in a
+	 * register of its own: %g1 is set to 0 before the jump.
+	 */
+	register uintptr_t to __asm__("g5") = entry;
+
+	__asm__ volatile("sub %0, 128 + 2047, %%sp\n\tmov %%g0, %%fp\n\tmov %%g0, %%g1\n\tjmpl %1, %%g0\n\t nop"
+			 : : "r"(sp), "r"(to) : "memory");
 #else
 #error "loader.c: no program entry for this architecture"
 #endif

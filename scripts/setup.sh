@@ -26,6 +26,8 @@ gcc-mips-linux-gnu libc6-dev-mips-cross libc6-dev-mipsn32-cross
 gcc-mips64el-linux-gnuabi64 libc6-dev-mips64el-cross
 libc6-dev-mipsn32-mips64el-cross libn32gcc-12-dev-mips64el-cross
 gcc-mips64-linux-gnuabi64 libc6-dev-mips64-cross
+gcc-sparc64-linux-gnu libc6-dev-sparc64-cross
+gcc-hppa-linux-gnu
 libc6-dev-mipsn32-mips64-cross libn32gcc-12-dev-mips64-cross
 python3-pytest-xdist musl-tools golang-go strace python3-pyflakes mypy $*"
 

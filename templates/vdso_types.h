@@ -23,9 +23,14 @@ struct vdso_timespec64 {
 	int64_t	tv_nsec;
 };
 
+/* __kernel_suseconds_t: a long but on sparc64, whose vdso_config.h says so (abi.toml suseconds). */
+#ifndef VDSO_SUSECONDS_T
+#define VDSO_SUSECONDS_T	long
+#endif
+
 struct vdso_timeval {
-	long	tv_sec;
-	long	tv_usec;
+	long			tv_sec;
+	VDSO_SUSECONDS_T	tv_usec;
 };
 
 struct vdso_timezone {

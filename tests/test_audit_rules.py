@@ -151,7 +151,7 @@ def test_x002_without_a_catalogue_abi(corpus, tmp_path):
     assert x002(corpus("x86_64-sysv-hash-only"), rules.Expect()) == ["no DT_GNU_HASH"]
     assert x002(corpus("mips-n64"), rules.Expect()) == []
     m = Mutant(corpus("x86_64-sysv-hash-only"))
-    m.set_e_machine(43)     # EM_SPARCV9: none of the catalogue's ABIs
-    report = audit_path(m.save(tmp_path / "sparc.so"))
+    m.set_e_machine(252)    # EM_CSKY: none of the catalogue's ABIs
+    report = audit_path(m.save(tmp_path / "csky.so"))
     assert report.detection.abi is None
     assert "X002" in {f.rule for f in report.findings}

@@ -44,6 +44,7 @@ from vdsogen.elf.consts import (EM_386, EM_AARCH64, EM_ARM, EM_LOONGARCH, EM_MIP
                                 EM_S390, EM_X86_64)
 from vdsogen.elf.reader import ElfImage
 from vdsogen.isa import arm64, x86
+from vdsogen.isa.sparc import EM_SPARCV9
 from vdsogen.spec.model import load_target
 
 OBJDUMP = shutil.which("llvm-objdump-19") or "/usr/lib/llvm-19/bin/llvm-objdump"
@@ -59,6 +60,8 @@ BRANCHES = {
     EM_RISCV: r"j|jal|c\.j|c\.jal|beqz?|bnez?|bltu?|bgeu?|blez|bgez|bltz|bgtz|bgtu?|bleu?|c\.beqz|c\.bnez",
     EM_S390: r"j[a-z]*|bras|brasl|brcl?|brctg?|c[lg]*[ri]j[a-z]*",
     EM_LOONGARCH: r"b|bl|beqz|bnez|bceqz|bcnez|beq|bne|blt|bge|bltu|bgeu",
+    # ba, bne, fbne, brnz..., with ,a and ,pt/,pn; not bn and fbn (never taken).
+    EM_SPARCV9: r"call|(?!f?bn(,|$))(b|fb|br)[a-z]*(,a)?(,p[nt])?",
 }
 BRANCHES[EM_386] = BRANCHES[EM_X86_64]
 BRANCHES[EM_PPC] = BRANCHES[EM_PPC64]
@@ -105,6 +108,15 @@ def objdump_target(img, addr, mnemonic, operands):
     if img.e_machine == EM_S390 and mnemonic in ("brc", "brcl") and operands[0].strip() == "0":
         return None                                     # mask 0: never taken, a nop
     last = operands[-1].strip()
+    if img.e_machine == EM_SPARCV9 and re.fullmatch(r"-?[0-9]+", last):
+        # SPARC prints call's displacement in bytes, signed, and a branch's field in words, unsigned:
+        # 16 bits for one on a register, 19 on %icc/%xcc/%fccN (V9's predicted forms), else 22.
+        if mnemonic == "call":
+            return addr + int(last)
+        bits = 16 if mnemonic.startswith("br") else \
+            19 if len(operands) > 1 and operands[0].strip().startswith(("%icc", "%xcc", "%fcc")) else 22
+        value = int(last)
+        return addr + (value - (1 << bits) if value >> (bits - 1) else value) * 4
     if img.e_machine == EM_LOONGARCH:                   # LoongArch prints the offset, not the address
         return addr + int(last, 0) if re.fullmatch(r"-?(0x)?[0-9a-f]+", last) else None
     return int(last, 16) if re.fullmatch(r"0x[0-9a-f]+", last) else None

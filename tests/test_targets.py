@@ -37,6 +37,8 @@ CHECK_CLEAN = {
     # the second page (S006), gcc's and, since the aux clocks' cold path,
     # clang's: only Go's profiler page check cares.
     ("s390x", "llvm"): {"S006"}, ("s390x", "gnu"): {"S006"},
+    # GNU ld gives every sparc64 shared object an empty DT_RELA (D007): Linux's images too.
+    ("sparc64", "gnu"): {"D007"},
 }
 
 # (target, toolchain) -> the ABIs audit may detect in vdso.so and vdso.so.dbg, in which every

@@ -31,6 +31,8 @@ SYSCALL_NR_MAX = 8191   # above every Linux ABI's table, MIPS's 4000/5000/6000 b
 # The symbol hash tables an ABI's vDSO can carry (`hash_styles`), in this
 # order: DT_HASH ("sysv") and DT_GNU_HASH ("gnu"), as ld's --hash-style names them.
 HASH_STYLES = ("sysv", "gnu")
+# The C types of __kernel_suseconds_t, the ABIs' timeval tv_usec (abi.toml suseconds).
+SUSECONDS = ("long", "int")
 CONSUMER_NAMES = {
     "glibc": "glibc",
     "musl": "musl",
@@ -115,6 +117,7 @@ class Abi:
     hash_styles: tuple = HASH_STYLES  # the symbol hash tables its vDSO carries, of HASH_STYLES
     syscalls: Syscalls | None = None  # None: vdsogen builds no vDSO of the ABI (audit only)
     kernel_labels: tuple = ()  # of KernelLabel: the kernel's labels inside entry points
+    suseconds: str = "long"  # the C type of __kernel_suseconds_t (timeval's tv_usec): "int" on sparc64
 
     @property
     def hash_style(self) -> str:
@@ -228,7 +231,7 @@ def _abi(name, t):
               version, t.int("page_size"), tuple(t.list("core", str, kindname="a string")), tuple(flags),
               t.str("entry", None), tuple(tramps), _lookups(t.table("lookups"), version), t.int("hash_word", 4),
               t.str("notes", ""), _exports(t, version, t.raw("versions")), _hash_styles(t),
-              _syscalls(t.table("syscalls", None)), _kernel_labels(t))
+              _syscalls(t.table("syscalls", None)), _kernel_labels(t), t.str("suseconds", "long", choices=SUSECONDS))
     t.done()
     return abi
 
