@@ -15,7 +15,7 @@ import jinja2
 
 from vdsogen import paths
 from vdsogen.errors import SpecError
-from vdsogen.spec import functions
+from vdsogen.spec import contract as contracts, functions
 
 
 # Files of templates/ copied into every build as they are: plain C.
@@ -166,6 +166,7 @@ def sources(target):
     render = r.render
 
     out = [(name, (paths.TEMPLATES / name).read_text()) for name in STATIC]
+    out += [(f.header, (paths.TEMPLATES / f.header).read_text()) for f in target.core_functions if f.header]
     out += [
         ("vdso_config.h", render("vdso_config.h.j2")),
         ("datapage.h", render("datapage.h.j2")),
@@ -177,6 +178,9 @@ def sources(target):
         out.append(("entry.S", render(target.fragment("entry.S.j2"))))
     for e in target.arch_exports:
         out.append((f"impl-{e.impl}.S", render(target.fragment(f"impl-{e.impl}.S.j2"), e=e)))
+    for kind in dict.fromkeys(k for f in target.core_functions for k in f.arch_fragments):
+        name = contracts.kind(kind).file
+        out.append((name.removesuffix(".j2"), render(target.fragment(name))))
     for t in target.trampolines:
         out.append((f"{t.fragment}.S", render(target.fragment(f"{t.fragment}.S.j2"), t=t,
                                               nr=target.syscall(t.syscall))))

@@ -54,8 +54,14 @@ def for_abi(target) -> list[Layout]:
 
 
 def with_layout(target, layout: Layout):
-    """The target with `layout` for its data pages, as many as it has."""
-    return replace(target, datapage=replace(target.datapage, layout=layout, pages=layout.page_count))
+    """The target with `layout` for its data pages, as many as it has, and
+    without the exports that read a page it lacks (getrandom's rng page: the
+    kernels of such a layout have no getrandom)."""
+    def served(e):
+        f = e.function
+        return e.arch_impl or not f.uses_data or f.page == "time" or layout.page(f.page) is not None
+    return replace(target, datapage=replace(target.datapage, layout=layout, pages=layout.page_count),
+                   exports=tuple(e for e in target.exports if served(e)))
 
 
 def named(target, name: str) -> Choice:
