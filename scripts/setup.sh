@@ -8,7 +8,7 @@ set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PKGS="python3-jinja2 python3-pyelftools python3-pytest python3-hypothesis
-python3-setuptools python3-venv python3-pip
+python3-setuptools python3-venv python3-pip python3-cryptography
 clang-19 lld-19 llvm-19 qemu-user-static make zstd
 gcc libc6-dev
 gcc-aarch64-linux-gnu libc6-dev-arm64-cross
