@@ -25,9 +25,17 @@ def test_every_getrandom_check_passes(name, good_runs):
         assert check in outcome.passed, f"{check}:\n{output}"
 
 
-def test_the_64_bit_linux_abis_export_it_as_linux_does():
-    """The names and version nodes of Linux's images (x86_64 also the weak alias)."""
-    want = {"x86_64": ("__vdso_getrandom", "LINUX_2.6", ["getrandom"])}
+def test_the_linux_abis_export_it_as_linux_does():
+    """The names and version nodes of Linux 7.2's images (Debian's; x86_64 also the weak alias)."""
+    want = {"x86_64": ("__vdso_getrandom", "LINUX_2.6", ["getrandom"]),
+            "arm64": ("__kernel_getrandom", "LINUX_2.6.39", []),
+            "ppc32": ("__kernel_getrandom", "LINUX_2.6.15", []),
+            "ppc64": ("__kernel_getrandom", "LINUX_2.6.15", []),
+            "ppc64le": ("__kernel_getrandom", "LINUX_2.6.15", []),
+            "s390x": ("__kernel_getrandom", "LINUX_2.6.29", []),
+            "riscv64": ("__vdso_getrandom", "LINUX_4.15", []),
+            "loongarch64": ("__vdso_getrandom", "LINUX_5.10", [])}
+    assert sorted(GETRANDOM_TARGETS) == sorted(want)
     for name, (export, version, aliases) in want.items():
         e = next(e for e in load_target(name).exports if e.impl == "getrandom")
         assert (e.name, e.version, [a.name for a in e.aliases]) == (export, version, aliases)

@@ -13,7 +13,7 @@ from vdsogen.elf.reader import ElfImage
 from vdsogen.isa import for_machine, s390
 from vdsogen.isa.arm64 import arm64_writes_x18
 from vdsogen.isa.powerpc import ppc_gprs_written
-from vdsogen.isa.base import CALL, CJUMP, COUNTER, CRETURN, JUMP, RETURN, SEQ, SYSCALL, ByteOrder, Isa
+from vdsogen.isa.base import CALL, CJUMP, COUNTER, CRETURN, JUMP, RETURN, SEQ, STOP, SYSCALL, ByteOrder, Isa
 from vdsogen.audit.rules import Context, Findings, rule
 
 # (address, bytes, file offset) of a stretch of code.
@@ -693,17 +693,27 @@ def chacha_routines(img: ElfImage, index: decode.Regions) -> list[tuple[int, str
 def stack_stores(img: ElfImage, isa: Isa, index: decode.Regions, entry: int,
                  mode: str | None) -> Iterator[tuple[int, bytes]]:
     """(address, raw bytes) of the stores to the stack in the routine at `entry`, but its
-    prologue's saves: before its first branch, a store of general registers it has not
-    written yet (the caller's, where the ISA tells the registers apart)."""
+    prologue's saves: in the straight run from the entry up to the first instruction any branch
+    of the routine targets (its loop), a store of general registers it has not written yet (the
+    caller's, where the ISA tells the registers apart)."""
     assert isa.stack_store is not None
     order = img.code_endian
-    written, prologue = 0, True
-    for addr, insn, raw in decode.walk(img, index, [(entry, mode)]):
+    insns = list(decode.walk(img, index, [(entry, mode)]))
+    at = {addr: (insn, raw) for addr, insn, raw in insns}
+    targets = {insn.target for _a, insn, _r in insns if insn.kind in (CJUMP, JUMP)}
+    saves, written, addr = set(), 0, entry
+    while addr in at and (addr == entry or addr not in targets):
+        insn, raw = at[addr]
         stored = isa.stack_store(raw, mode, order)
-        if stored is not None and not (prologue and stored and not stored & written):
-            yield addr, raw
+        if stored and not stored & written:
+            saves.add(addr)
         written |= isa.written(raw, mode, order)
-        prologue = prologue and insn.kind == SEQ
+        if insn.kind in (JUMP, STOP):
+            break
+        addr += insn.length
+    for addr, insn, raw in insns:
+        if addr not in saves and isa.stack_store(raw, mode, order) is not None:
+            yield addr, raw
 
 
 @rule("K010", "error", "getrandom's ChaCha20 routine must never store to the stack",
@@ -714,9 +724,9 @@ def stack_stores(img: ElfImage, isa: Isa, index: decode.Regions, entry: int,
       buffer and the counter.  A spill to the stack would leave them in
       memory the next call, another library or a core dump reads.  The
       saves of the caller's registers in its prologue are allowed (a store,
-      before the first branch, of a general register the routine has not
-      written yet), as Linux's powerpc, RISC-V and LoongArch routines save
-      their callee-saved registers.  The routine is the symbol table's
+      in the straight run from the entry to its loop, of a general register
+      the routine has not written yet), as Linux's powerpc, RISC-V and
+      LoongArch routines save their callee-saved registers.  The routine is the symbol table's
       __arch_chacha20_blocks_nostack, or, without one, each function the
       getrandom export calls that calls nothing and makes no syscall; on
       every ISA whose stores the decoders know (x86, arm64, powerpc, s390x,
