@@ -3,7 +3,6 @@
  * specs/loongarch64.toml.
  */
 #include "vdso_core.h"
-#include "vdso_getrandom.h"
 
 /*
  * The time page, placed by the linker script below the text.  Not const:
@@ -11,8 +10,6 @@
  * its loads out of the seqcount loop.
  */
 extern vdso_time_data_t vdso_u_time_data __attribute__((visibility("hidden")));
-/* getrandom's page, as the time page. */
-extern vdso_rng_data_t vdso_u_rng_data __attribute__((visibility("hidden")));
 
 long __vdso_getcpu(unsigned int *cpu, unsigned int *node, void *unused);
 long __vdso_getcpu(unsigned int *cpu, unsigned int *node, void *unused)
@@ -38,8 +35,11 @@ int __vdso_gettimeofday(struct vdso_timeval *tv, struct vdso_timezone *tz)
 	return vdso_gettimeofday(&vdso_u_time_data, tv, tz);
 }
 
+/* getrandom: a tail call to its code, at the end of the text (vdso-getrandom.c). */
+long vdso_c_getrandom(void *buffer, size_t len, unsigned int flags, void *opaque_state, size_t opaque_len) __attribute__((visibility("hidden")));
+
 long __vdso_getrandom(void *buffer, size_t len, unsigned int flags, void *opaque_state, size_t opaque_len);
 long __vdso_getrandom(void *buffer, size_t len, unsigned int flags, void *opaque_state, size_t opaque_len)
 {
-	return vdso_getrandom(&vdso_u_rng_data, buffer, len, flags, opaque_state, opaque_len);
+	return vdso_c_getrandom(buffer, len, flags, opaque_state, opaque_len);
 }

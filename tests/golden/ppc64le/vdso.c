@@ -7,7 +7,6 @@
  * they call, with the time data as the last argument.
  */
 #include "vdso_core.h"
-#include "vdso_getrandom.h"
 
 int vdso_c_clock_gettime(clockid_t clock, struct vdso_timespec *ts, const vdso_time_data_t *vd) __attribute__((visibility("hidden")));
 int vdso_c_clock_gettime(clockid_t clock, struct vdso_timespec *ts, const vdso_time_data_t *vd)
@@ -31,10 +30,4 @@ long vdso_c_time(long *t, const vdso_time_data_t *vd) __attribute__((visibility(
 long vdso_c_time(long *t, const vdso_time_data_t *vd)
 {
 	return vdso_time(vd, t);
-}
-
-long vdso_c_getrandom(void *buffer, size_t len, unsigned int flags, void *opaque_state, size_t opaque_len, const vdso_rng_data_t *vd) __attribute__((visibility("hidden")));
-long vdso_c_getrandom(void *buffer, size_t len, unsigned int flags, void *opaque_state, size_t opaque_len, const vdso_rng_data_t *vd)
-{
-	return vdso_getrandom(vd, buffer, len, flags, opaque_state, opaque_len);
 }

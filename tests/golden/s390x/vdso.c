@@ -7,7 +7,6 @@
  * they call, with the time data as the last argument.
  */
 #include "vdso_core.h"
-#include "vdso_getrandom.h"
 
 int vdso_c_gettimeofday(struct vdso_timeval *tv, struct vdso_timezone *tz, const vdso_time_data_t *vd) __attribute__((visibility("hidden")));
 int vdso_c_gettimeofday(struct vdso_timeval *tv, struct vdso_timezone *tz, const vdso_time_data_t *vd)
@@ -31,13 +30,4 @@ long vdso_c_getcpu(unsigned int *cpu, unsigned int *node, void *unused) __attrib
 long vdso_c_getcpu(unsigned int *cpu, unsigned int *node, void *unused)
 {
 	return vdso_getcpu(cpu, node, unused);
-}
-
-/* The rng page, which this C half reaches by its symbol (contract c_pages). */
-extern vdso_rng_data_t vdso_u_rng_data __attribute__((visibility("hidden")));
-
-long vdso_c_getrandom(void *buffer, size_t len, unsigned int flags, void *opaque_state, size_t opaque_len) __attribute__((visibility("hidden")));
-long vdso_c_getrandom(void *buffer, size_t len, unsigned int flags, void *opaque_state, size_t opaque_len)
-{
-	return vdso_getrandom(&vdso_u_rng_data, buffer, len, flags, opaque_state, opaque_len);
 }

@@ -647,9 +647,9 @@ CHACHA_SYMBOL = "__arch_chacha20_blocks_nostack"
 def chacha_routines(img: ElfImage, index: decode.Regions) -> list[tuple[int, str | None, str]]:
     """(entry, mode, name) of getrandom's ChaCha20 routine: the symbol table's
     __arch_chacha20_blocks_nostack; in an image without one, every function
-    the getrandom export calls (directly or through its callees) that itself
-    calls nothing and makes no syscall, which in Linux's images and vdsogen's
-    is that routine alone."""
+    the getrandom export calls (directly, through its callees or after a tail
+    call) that itself calls nothing and makes no syscall, which in Linux's
+    images and vdsogen's is that routine alone."""
     named = [(s.value, s.name) for s in img.symtab[1:] if s.defined and s.name == CHACHA_SYMBOL]
     if named:
         return [(*decode.entry(img, value), name) for value, name in sorted(set(named))]
@@ -670,8 +670,11 @@ def chacha_routines(img: ElfImage, index: decode.Regions) -> list[tuple[int, str
             yield addr, insn
             addr += insn.length
 
-    work = sorted({(i.target, i.mode) for s in img.dynsym[1:] if s.defined and s.name in GETRANDOM_EXPORTS
-                   for a, i in swept(s.value, s.size)
+    exports = [s for s in img.dynsym[1:] if s.defined and s.name in GETRANDOM_EXPORTS]
+    # The export's extent swept, and its flow walked (vdsogen's C entries tail-call their code).
+    flow = [(a, i) for s in exports for a, i in swept(s.value, s.size)]
+    flow += [(a, i) for a, i, _r in decode.walk(img, index, [decode.entry(img, s.value) for s in exports])]
+    work = sorted({(i.target, i.mode) for a, i in flow
                    if i.kind == CALL and i.target is not None and i.target != a + i.length},
                   key=lambda e: (e[0], e[1] or ""))
     seen: set = set()
