@@ -61,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -80,6 +81,7 @@ typedef long (*gettimeofday_fn)(void *tv, void *tz);
 typedef long (*time_fn)(void *t);
 typedef long (*getcpu_fn)(unsigned int *cpu, unsigned int *node, void *unused);
 typedef uint64_t (*counter_fn)(void);
+typedef long (*getrandom_fn)(void *buf, size_t len, unsigned int flags, void *state, size_t state_len);
 
 struct b_line {
 	char		name[64];
@@ -88,6 +90,8 @@ struct b_line {
 	int		clk;
 	const struct ts_flavour	*fl;	/* how a timespec answer reads, or NULL */
 	void		*fn[B_NWAYS];	/* NULL: the way does not exist for this line */
+	void		*state[B_NWAYS];	/* getrandom: each way's own state, mapped as its query says */
+	size_t		state_len[B_NWAYS];
 	long		n[B_NWAYS];	/* calls per batch */
 	double		ns[B_NWAYS][B_MAX_ROUNDS];
 };
@@ -273,9 +277,11 @@ VDSO_COUNTER_READS(B_READ_FN)
  */
 #define B_OUT_OFFSET	0xc00
 static unsigned char b_out_page[4096] __attribute__((aligned(4096)));
+/* getrandom's output: up to 64 KiB (functions.toml's sizes). */
+static unsigned char b_random[65536] __attribute__((aligned(64)));
 
 /* One batch of @n calls; noinline, so every way runs the same loop. */
-static __attribute__((noinline)) void b_run(const struct b_line *l, void *fn, long n)
+static __attribute__((noinline)) void b_run(const struct b_line *l, int way, void *fn, long n)
 {
 	union b_buf *b = (void *)(b_out_page + B_OUT_OFFSET);
 	unsigned int *cpu = (void *)(b_out_page + B_OUT_OFFSET);
@@ -298,6 +304,10 @@ static __attribute__((noinline)) void b_run(const struct b_line *l, void *fn, lo
 		while (n-- > 0)
 			((getcpu_fn)fn)(cpu, NULL, NULL);
 		break;
+	case SH_GETRANDOM:
+		while (n-- > 0)
+			((getrandom_fn)fn)(b_random, (size_t)l->clk, 0, l->state[way], l->state_len[way]);
+		break;
 	case SH_COUNTER:
 		while (n-- > 0)
 			((counter_fn)fn)();
@@ -309,7 +319,7 @@ static __attribute__((noinline)) void b_run(const struct b_line *l, void *fn, lo
  * One batch of @n calls the way an application makes them: the answer in
  * this frame, read back after each call (summed, so the reads stay).
  */
-static __attribute__((noinline)) long b_run_caller(const struct b_line *l, void *fn, long n)
+static __attribute__((noinline)) long b_run_caller(const struct b_line *l, int way, void *fn, long n)
 {
 	union b_buf b;
 	unsigned int cpu;
@@ -339,6 +349,16 @@ static __attribute__((noinline)) long b_run_caller(const struct b_line *l, void 
 			sum += cpu;
 		}
 		break;
+	case SH_GETRANDOM: {
+		unsigned char buf[4096];
+		size_t len = (size_t)l->clk < sizeof(buf) ? (size_t)l->clk : sizeof(buf);
+
+		while (n-- > 0) {
+			((getrandom_fn)fn)(buf, len, 0, l->state[way], l->state_len[way]);
+			sum += buf[len - 1];
+		}
+		break;
+	}
 	}
 	return sum;
 }
@@ -382,9 +402,9 @@ static double b_time(const struct b_line *l, int way, long n)
 		b_refresh();
 	t0 = now_ns();
 	if (way == W_IMAGE_CALLER || way == W_LIVE_CALLER)
-		b_sink = b_run_caller(l, l->fn[way], n);
+		b_sink = b_run_caller(l, way, l->fn[way], n);
 	else
-		b_run(l, l->fn[way], n);
+		b_run(l, way, l->fn[way], n);
 	t1 = now_ns();
 	return (t1 - t0) / (double)n;
 }
@@ -402,6 +422,27 @@ static struct b_line *add_line(const char *name, int shape, int impl, int clk)
 	l->clk = clk;
 	return l;
 }
+
+#ifdef H_HAS_GETRANDOM
+/*
+ * A getrandom state for the vDSO entry @fn, mapped as its opaque-state
+ * query says (MAP_PRIVATE where this kernel has no MAP_DROPPABLE); NULL
+ * when the query fails or the mapping cannot be made.
+ */
+static void *b_getrandom_state(void *fn, size_t *len)
+{
+	struct { uint32_t size, prot, flags, reserved[13]; } p;
+	void *m;
+
+	if (((getrandom_fn)fn)(NULL, 0, 0, &p, ~(size_t)0) != 0 || !p.size || p.size > 4096)
+		return NULL;
+	m = mmap(NULL, 4096, (int)p.prot, (int)p.flags, -1, 0);
+	if (m == MAP_FAILED)
+		m = mmap(NULL, 4096, (int)p.prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	*len = p.size;
+	return m == MAP_FAILED ? NULL : m;
+}
+#endif
 
 /* The line of row @r (when the image resolved its export): the image, the live vDSO's same name, the syscall. */
 static void add_export(const struct h_bench_row *r)
@@ -425,6 +466,19 @@ static void add_export(const struct h_bench_row *r)
 		l->fn[W_IMAGE_CALLER] = l->fn[W_IMAGE];
 		l->fn[W_LIVE_CALLER] = l->fn[W_LIVE];
 	}
+#ifdef H_HAS_GETRANDOM
+	if (r->shape == SH_GETRANDOM) {
+		vdso_rng_data_t *rng = (vdso_rng_data_t *)H_PAGE(VDSO_PAGE_RNG);
+		int w;
+
+		/* Each way its state; the image's generator ready at generation 1 (the harness plays the kernel). */
+		rng->generation = 1;
+		rng->is_ready = 1;
+		for (w = 0; w < B_NWAYS; w++)
+			if (l->fn[w] && w != W_SYSCALL && !(l->state[w] = b_getrandom_state(l->fn[w], &l->state_len[w])))
+				l->fn[w] = NULL;
+	}
+#endif
 }
 
 static void setup_lines(void)

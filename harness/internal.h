@@ -7,6 +7,7 @@
  *   expect.c	check bodies the groups share
  *   checks-clock.c	the core functions' checks: clocks, resolutions, ids (of a
  *		flavour), gettimeofday, time, getcpu; 2038
+ *   checks-getrandom.c	getrandom, with the harness as the kernel's random driver
  *   checks-modes.c	clock modes, max_cycles, the time namespace
  *   seqcount.c	a writer rewriting the page while readers run
  *   unwind.c	unwinding through the signal trampolines, and sigreturn
@@ -293,14 +294,14 @@ struct h_group {
 };
 
 /* How bench.c calls an export: SH_<SHAPE>, functions.toml's [NAME.harness.bench] shape. */
-enum { SH_GETTIME, SH_GETRES, SH_GETTIMEOFDAY, SH_TIME, SH_GETCPU, SH_COUNTER };
+enum { SH_GETTIME, SH_GETRES, SH_GETTIMEOFDAY, SH_TIME, SH_GETCPU, SH_GETRANDOM, SH_COUNTER };
 
 /* One line of the benchmark: an export called with one clock (or none). */
 struct h_bench_row {
 	int		impl;		/* its IMPL_ index; -1 ends the table */
 	const char	*what;		/* the line's clock ("clock_gettime:MONOTONIC"), or NULL */
 	int		shape;		/* SH_ */
-	int		clk;		/* clock id, for SH_GETTIME and SH_GETRES */
+	int		clk;		/* clock id, for SH_GETTIME and SH_GETRES; bytes, for SH_GETRANDOM */
 	const struct ts_flavour	*fl;	/* how its timespec reads, or NULL */
 	void		*syscall;	/* the raw syscall with the export's C type, or NULL */
 };
@@ -340,6 +341,7 @@ void check_ids(const struct ts_flavour *fl);
 void check_gettimeofday(void);
 void check_time(void);
 void check_getcpu(void);
+void check_getrandom(void);
 void grp_y2038(void);
 void grp_clock_modes(void);
 void grp_max_cycles(void);

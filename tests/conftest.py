@@ -221,6 +221,9 @@ def expected_checks(target):
     for impl in ("getcpu", "get_tbfreq", "sync_dicache", "flush_icache", "riscv_hwprobe"):
         if impl in impls:
             names.append(impl)
+    if "getrandom" in impls:
+        names += [f"getrandom.{c}" for c in ("query", "map", "keystream", "lengths", "rekey", "fallback", "race",
+                                             "fork", "states")]
     names += list(target.harness.checks)
     if "vsyscall" in impls:
         names += ["vsyscall.getpid", "vsyscall.error", "vsyscall.six_arguments"]

@@ -17,8 +17,9 @@ GOLDEN = ROOT / "tests" / "golden"
 
 @pytest.mark.parametrize("name", TARGETS)
 def test_rendered_sources_match_golden(name):
-    rendered = dict(sources(load_target(name)))
-    for fname in STATIC:
+    target = load_target(name)
+    rendered = dict(sources(target))
+    for fname in (*STATIC, *(f.header for f in target.core_functions if f.header)):
         assert rendered.pop(fname) == (paths.TEMPLATES / fname).read_text(), f"{fname} is not copied verbatim"
     gdir = GOLDEN / name
     if os.environ.get("VDSOGEN_UPDATE_GOLDEN") == "1":

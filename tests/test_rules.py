@@ -338,3 +338,15 @@ def test_expectations_follow_the_spec(built):
     exp = expect_from_target(target)
     assert exp.exports["clock_gettime"] == ("LINUX_2.6", "weak")
     assert exp.exports["__vdso_clock_gettime"] == ("LINUX_2.6", "global")
+
+
+@covers("K010")
+def test_k010_chacha_spills_to_the_stack(built, tmp_path):
+    """getrandom's ChaCha20 stores the key's second row to the stack (movdqu 16(%rsi),%xmm2 made
+    movdqu %xmm1,(%rsp)): found by its symbol in vdso.so.dbg, as getrandom's leaf callee in vdso.so."""
+    for which in ("dbg", "so"):
+        target, path = mutate(built, tmp_path, lambda m: m.replace_bytes(b"\xf3\x0f\x6f\x56\x10",
+                                                                         b"\xf3\x0f\x7f\x0c\x24"), which=which)
+        findings = [f for f in checked(target, path) if f.rule == "K010"]
+        assert [f.severity for f in findings] == ["error"], findings
+        assert "stores to the stack" in findings[0].message

@@ -57,7 +57,8 @@ def test_linux_export_set_and_no_relocation(tc, images):
     e = elf(so)
     syms = {n: s for n, s in dynsym(so).items() if s["st_shndx"] != "SHN_UNDEF" and s.name.startswith("__kernel")}
     assert set(syms) == {"__kernel_gettimeofday", "__kernel_clock_gettime", "__kernel_clock_getres",
-                         "__kernel_getcpu", "__kernel_restart_syscall", "__kernel_sigreturn", "__kernel_rt_sigreturn"}
+                         "__kernel_getcpu", "__kernel_getrandom", "__kernel_restart_syscall", "__kernel_sigreturn",
+                         "__kernel_rt_sigreturn"}
     assert all(s["st_info"]["type"] == "STT_FUNC" for s in syms.values())
     assert not [s.name for s in e.iter_sections() if s["sh_type"] in ("SHT_REL", "SHT_RELA")]
     loads = [p for p in e.iter_segments() if p["p_type"] == "PT_LOAD"]

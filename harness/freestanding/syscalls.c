@@ -11,6 +11,7 @@
 #include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -154,6 +155,27 @@ int munmap(void *addr, size_t len)
 int mprotect(void *addr, size_t len, int prot)
 {
 	return (int)fs_ret(fs_sys3(SYS_mprotect, addr, len, prot));
+}
+
+int madvise(void *addr, size_t len, int advice)
+{
+	return (int)fs_ret(fs_sys3(SYS_madvise, addr, len, advice));
+}
+
+/* fork is clone with only the exit signal: the child returns here with a copy of this stack. */
+pid_t fork(void)
+{
+	return (pid_t)fs_ret(fs_syscall6(SYS_clone, 17 /* SIGCHLD */, 0, 0, 0, 0, 0));
+}
+
+int pipe(int fds[2])
+{
+	return (int)fs_ret(fs_sys2(SYS_pipe2, fds, 0));
+}
+
+pid_t waitpid(pid_t pid, int *status, int options)
+{
+	return (pid_t)fs_ret(fs_syscall6(SYS_wait4, pid, (long)status, options, 0, 0, 0));
 }
 
 int clock_gettime(clockid_t clk, struct timespec *ts)

@@ -15,7 +15,7 @@ import jinja2
 
 from vdsogen import paths
 from vdsogen.errors import SpecError
-from vdsogen.spec import functions
+from vdsogen.spec import contract as contracts, functions
 
 
 # Files of templates/ copied into every build as they are: plain C.
@@ -166,11 +166,12 @@ def sources(target):
     render = r.render
 
     out = [(name, (paths.TEMPLATES / name).read_text()) for name in STATIC]
+    out += [(f.header, (paths.TEMPLATES / f.header).read_text()) for f in target.core_functions if f.header]
     out += [
         ("vdso_config.h", render("vdso_config.h.j2")),
         ("datapage.h", render("datapage.h.j2")),
         ("vdso_arch.h", render("vdso_arch.h.j2")),
-        ("vdso.c", render("vdso.c.j2")),
+        ("vdso.c", render("vdso.c.j2", part=None)),
         ("note.S", render("note.S.j2")),
     ]
     if target.entry_style == "asm":
@@ -180,5 +181,14 @@ def sources(target):
     for t in target.trampolines:
         out.append((f"{t.fragment}.S", render(target.fragment(f"{t.fragment}.S.j2"), t=t,
                                               nr=target.syscall(t.syscall))))
+    # Last, after every other entry point: the core functions whose code is a header of their own
+    # (getrandom) and the code they call into (its ChaCha20), which would otherwise push entries
+    # onto another page (audit rule S006).
+    for f in target.core_functions:
+        if f.header:
+            out.append((f"vdso-{f.name}.c", render("vdso.c.j2", part=f)))
+    for kind in dict.fromkeys(k for f in target.core_functions for k in f.arch_fragments):
+        name = contracts.kind(kind).file
+        out.append((name.removesuffix(".j2"), render(target.fragment(name))))
     out.append(("vdso.lds", render("vdso.lds.j2")))
     return out

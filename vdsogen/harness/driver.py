@@ -151,6 +151,7 @@ def harness_sources(target):
 
     rendered = dict(sources(target))
     out = [(name, rendered[name]) for name in VDSO_HEADERS]
+    out += [(f.header, rendered[f.header]) for f in target.core_functions if f.header]
     r = Renderer(target)
     checks = arch_checks(target)
     out.append(("harness_target.h", r.render("harness_target.h.j2", arch_checks=checks)))

@@ -64,9 +64,16 @@ def for_abi(target) -> list[Layout]:
 
 
 def with_layout(target, layout: Layout, page_size: int | None = None):
-    """The target with `layout` for its data pages, as many as it has (of `page_size` bytes, when given)."""
+    """The target with `layout` for its data pages, as many as it has (of
+    `page_size` bytes, when given), and without the exports that read a page
+    it lacks (getrandom's rng page: the kernels of such a layout have no
+    getrandom)."""
+    def served(e):
+        f = e.function
+        return e.arch_impl or not f.uses_data or f.page == "time" or layout.page(f.page) is not None
     return replace(target, datapage=replace(target.datapage, layout=layout, pages=layout.page_count,
-                                            page_size=page_size or target.datapage.page_size))
+                                            page_size=page_size or target.datapage.page_size),
+                   exports=tuple(e for e in target.exports if served(e)))
 
 
 def page_size_of(image, layout: Layout, target) -> int | None:

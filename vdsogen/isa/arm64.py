@@ -156,9 +156,35 @@ def pc_address(raw: bytes, mode: str | None, order: ByteOrder, addr: int) -> tup
     return word & 31, (addr & ~0xFFF) + (imm << 12) if word >> 31 else addr + imm
 
 
+def stack_store(raw: bytes, mode: str | None, order: ByteOrder) -> int | None:
+    """A store (single register, pair, exclusive, atomic, SIMD structure) based on sp or x29: the
+    general registers it stores (Rt, and Rt2 of a pair; 0 for the SIMD and FP ones), else None."""
+    word = int.from_bytes(raw[:4], order)
+    if (word >> 25) & 5 != 4 or (word >> 5) & 31 not in (31, 29):
+        return None
+    vector = word >> 26 & 1
+    rt, rt2 = word & 31, (word >> 10) & 31
+    if word & 0x3B000000 == 0x18000000:               # load literal
+        return None
+    if word & 0x3F000000 == 0x08000000:               # exclusives: stxr, stlxr, stxp, stlr
+        return None if word >> 22 & 1 else 1 << rt
+    if word & 0x3A000000 == 0x28000000:               # pairs
+        return None if word >> 22 & 1 else 0 if vector else 1 << rt | 1 << rt2
+    if word & 0x38000000 == 0x38000000:               # single register
+        opc = (word >> 22) & 3
+        if not word >> 24 & 1 and word >> 21 & 1 and (word >> 10) & 3 == 0:
+            return 0                                  # atomics write memory
+        if vector:
+            return 0 if opc in (0, 2) else None
+        return 1 << rt if opc == 0 else None
+    if word & 0xBE000000 == 0x0C000000:               # SIMD structures: st1..st4 (L clear)
+        return None if word >> 22 & 1 else 0
+    return None
+
+
 ISA = Isa("arm64", {EM_AARCH64: "EM_AARCH64"}, _decoder, _classifier, code_endian=_code_endian,
           data_load=data_load, read_barrier=read_barrier, load_address=load_address, acquire_load=acquire_load,
-          pc_address=pc_address, written=written)
+          pc_address=pc_address, written=written, stack_store=stack_store)
 
 
 def store_targets(img: Image, code: bytes | bytearray | memoryview, addr: int) -> list[tuple[int, int | None]]:

@@ -174,6 +174,12 @@ class Isa:
     written: Callable[[bytes, str | None, ByteOrder], int] = _writes_none
     # acquire_load(raw, mode, code byte order): a load that orders every later load after itself.
     acquire_load: Callable[[bytes, str | None, ByteOrder], bool] = _no_acquire
+    # stack_store(raw, mode, code byte order) -> None when the instruction stores nothing to the
+    # stack (through the stack or frame pointer, a push, a call's return address); else the mask
+    # of the general registers whose values it stores there, as `written` numbers them (0: any
+    # other value, a vector register's, an immediate).  None: not known for this ISA (audit rule
+    # K010, getrandom's ChaCha20 never touches the stack, does not apply).
+    stack_store: Callable[[bytes, str | None, ByteOrder], int | None] | None = None
     # e_machine -> {processor dynamic tag: name} a vDSO of that machine may carry (MIPS's GOT tags).
     dynamic_tags: Mapping[int, Mapping[int, str]] = field(default_factory=dict)
     # e_machine -> the processor program header types its vDSOs carry (ARM's PT_ARM_EXIDX).

@@ -108,6 +108,20 @@ def pc_address(raw: bytes, mode: str | None, order: ByteOrder, addr: int) -> tup
     return None
 
 
+def stack_store(raw: bytes, mode: str | None, order: ByteOrder) -> int | None:
+    """A store based on $sp or $fp (r3, r22): st.b..st.d, stptr.w/d, stx.* (rd), fst.*, vst, xvst,
+    fstx, vstx, xvstx (0); else None."""
+    word = int.from_bytes(raw[:4], "little")
+    if (word >> 5) & 31 not in (3, 22):
+        return None
+    rd = 1 << (word & 31)
+    if 0xA4 <= word >> 22 <= 0xA7 or word >> 24 in (0x25, 0x27) or word >> 15 in (0x7020, 0x7028, 0x7030, 0x7038):
+        return rd
+    if word >> 22 in (0xAD, 0xAF, 0xB1, 0xB3) or word >> 15 in (0x7070, 0x7078, 0x7088, 0x7098):
+        return 0
+    return None
+
+
 ISA = Isa("loongarch", {EM_LOONGARCH: "EM_LOONGARCH"}, _decoder, _classifier,
           data_load=data_load, read_barrier=read_barrier, load_address=load_address, pc_address=pc_address,
-          written=written)
+          written=written, stack_store=stack_store)

@@ -155,6 +155,31 @@ def load_address(raw: bytes, mode: str | None, order: ByteOrder) -> tuple[int, i
     return OTHER_FORM, word & ~0x03E00000, OTHER_FORM
 
 
+# X-form stores (stwx stwux stbx stbux sthx sthux stdx stdux stfsx stfdx stvx stvewx stxvw4x stxvd2x stxvx)
+# and the two that store GPRs among them.
+_PPC_X_STORES = {151, 183, 215, 247, 407, 439, 149, 181, 663, 727, 231, 199, 908, 972, 396, 918, 662, 150, 214}
+_PPC_X_GPR_STORES = {151, 183, 215, 247, 407, 439, 149, 181, 918, 662, 150, 214}
+
+
+def stack_store(raw: bytes, mode: str | None, order: ByteOrder) -> int | None:
+    """A store based on r1: the general registers it stores (RS; RS..r31 of stmw; 0 for FP and
+    vector stores), else None."""
+    word = int.from_bytes(raw[:4], order)
+    op, rs = word >> 26, (word >> 21) & 31
+    if (word >> 16) & 31 != 1:
+        return None
+    if op in (36, 37, 38, 39, 44, 45) or (op == 62 and word & 3 in (0, 1)):   # stw(u) stb(u) sth(u) std(u)
+        return 1 << rs
+    if op == 47:                                      # stmw
+        return sum(1 << r for r in range(rs, 32))
+    if op in (52, 53, 54, 55, 61) or (op == 62 and word & 3 == 2):           # stfs(u) stfd(u), DQ/DS vector, stq
+        return 0
+    if op == 31 and (word >> 1) & 0x3FF in _PPC_X_STORES:
+        return 1 << rs if (word >> 1) & 0x3FF in _PPC_X_GPR_STORES else 0
+    return None
+
+
 ISA = Isa("powerpc", {EM_PPC: "EM_PPC", EM_PPC64: "EM_PPC64"}, _decoder, _classifier,
           dynamic_tags={EM_PPC: {DT_PPC_GOT: "PPC_GOT"}, EM_PPC64: {DT_PPC64_OPT: "PPC64_OPT"}},
-          data_load=data_load, read_barrier=read_barrier, load_address=load_address, written=written)
+          data_load=data_load, read_barrier=read_barrier, load_address=load_address, written=written,
+          stack_store=stack_store)

@@ -146,10 +146,30 @@ def pc_address(raw: bytes, mode: str | None, order: ByteOrder, addr: int) -> tup
     return ((word >> 7) & 31, addr + sext(word & 0xFFFFF000, 32)) if word & 0x7F == 0x17 else None
 
 
+def stack_store(raw: bytes, mode: str | None, order: ByteOrder) -> int | None:
+    """A store based on sp or s0 (x2, x8): sb..sd (rs2), fsw/fsd and the vector stores (0), the
+    atomics (0); compressed c.swsp/c.sdsp, c.sw/c.sd through s0, c.fsdsp; else None."""
+    value = int.from_bytes(raw, "little")
+    if len(raw) == 2:
+        quadrant, funct3 = value & 3, value >> 13
+        if quadrant == 2 and funct3 in (6, 7):        # c.swsp, c.sdsp
+            return 1 << ((value >> 2) & 31)
+        if quadrant == 2 and funct3 == 5:             # c.fsdsp
+            return 0
+        if quadrant == 0 and funct3 in (5, 6, 7) and (value >> 7) & 7 == 0:   # c.fsd, c.sw, c.sd through s0
+            return 0 if funct3 == 5 else 1 << (8 + ((value >> 2) & 7))
+        return None
+    if (value >> 15) & 31 not in (2, 8):
+        return None
+    if value & 0x7F == 0x23:
+        return 1 << ((value >> 20) & 31)
+    return 0 if value & 0x7F in (0x27, 0x2F) else None
+
+
 ISA = Isa("riscv", {EM_RISCV: "EM_RISCV"}, _decoder, _classifier,
           segment_types={EM_RISCV: frozenset({PT_RISCV_ATTRIBUTES})},
           data_load=data_load, read_barrier=read_barrier, load_address=load_address, pc_address=pc_address,
-          written=written)
+          written=written, stack_store=stack_store)
 
 
 def _compressed_rd(hw: int) -> int | None:

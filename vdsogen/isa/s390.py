@@ -199,4 +199,22 @@ def hash_word(elf_class: int) -> int:
     return 8 if elf_class == 64 else 4
 
 
-ISA = Isa("s390", {EM_S390: "EM_S390"}, _decoder, _classifier, hash_word=hash_word, data_load=data_load)
+# Stores whose (first) base register is the high nibble of byte 2: the RX, RS and SS forms by
+# their opcode, the 6-byte RXY, RSY and VRX forms by their first and last bytes.
+_STORES = {0x40, 0x42, 0x50, 0x60, 0x70, 0x90, 0xD2}
+_STORES6 = {0xE3: {0x24, 0x50, 0x70, 0x72, 0x3E, 0x2F, 0x8E}, 0xEB: {0x24, 0x90}, 0xED: {0x66, 0x67},
+            0xE7: {0x08, 0x09, 0x0A, 0x0B, 0x0E, 0x3E, 0x3F}}
+
+
+def stack_store(raw: bytes, mode: str | None, order: ByteOrder) -> int | None:
+    """A store based on %r15 or %r11 (the stack and frame pointers): 0 (the registers stored are not
+    told apart here), else None."""
+    if len(raw) < 4 or (raw[2] >> 4) not in (15, 11):
+        return None
+    if raw[0] in _STORES or (len(raw) == 6 and raw[5] in _STORES6.get(raw[0], ())):
+        return 0
+    return None
+
+
+ISA = Isa("s390", {EM_S390: "EM_S390"}, _decoder, _classifier, hash_word=hash_word, data_load=data_load,
+          stack_store=stack_store)

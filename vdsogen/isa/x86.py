@@ -208,8 +208,6 @@ def data_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -
     return _x86_modrm_load(raw, i + 1, rex_b)
 
 
-ISA = Isa("x86", {EM_386: "EM_386", EM_X86_64: "EM_X86_64"}, _decoder, _classifier,
-          data_load=data_load)
 
 
 # Opcodes whose ModRM memory operand they write: mov, the ALU ops but cmp,
@@ -280,3 +278,50 @@ def _store(raw: bytes, at: int, long_mode: bool) -> int | None | bool:
     if rm == 5 and not rex_b:
         return False                                          # rbp-based: the frame
     return None
+
+
+def _stack_based(raw: bytes, m: int, rex_b: bool) -> bool:
+    """The ModRM at raw[m] names memory based on the stack or frame pointer (esp/rsp, ebp/rbp)."""
+    if m >= len(raw) or raw[m] >> 6 == 3:
+        return False
+    mod, rm = raw[m] >> 6, raw[m] & 7
+    if rm == 4 and m + 1 < len(raw):
+        base = raw[m + 1] & 7
+        return not rex_b and (base == 4 or (base == 5 and mod != 0))
+    return rm == 5 and mod != 0 and not rex_b
+
+
+def stack_store(raw: bytes, mode: str | None, order: ByteOrder) -> int | None:
+    """push, pushf, enter, call (the return address), and the stores (legacy and VEX-encoded)
+    through the stack or frame pointer: 0 (register values are not told apart here), else None."""
+    j, rex_b = 0, False
+    while j < len(raw) and (raw[j] in X86_PREFIXES or 0x40 <= raw[j] <= 0x4F):
+        rex_b = 0x40 <= raw[j] <= 0x4F and bool(raw[j] & 1)
+        j += 1
+    if j >= len(raw):
+        return None
+    op = raw[j]
+    if 0x50 <= op <= 0x57 or op in (0x68, 0x6A, 0x9C, 0xC8, 0xE8, 0x9A):
+        return 0
+    if op == 0xFF and j + 1 < len(raw) and (raw[j + 1] >> 3) & 7 in (2, 3, 6):   # call, lcall, push r/m
+        return 0
+    if op in (0xC4, 0xC5) and j + 2 < len(raw):                # VEX: map 1 stores
+        rex_b = op == 0xC4 and not raw[j + 1] & 0x20
+        if op == 0xC4 and raw[j + 1] & 0x1F != 1:
+            return None
+        k = j + (3 if op == 0xC4 else 2)
+        return 0 if k + 1 < len(raw) and raw[k] in X86_0F_STORES and _stack_based(raw, k + 1, rex_b) else None
+    if op == 0x0F:
+        m = j + 2
+        if j + 1 >= len(raw) or raw[j + 1] not in X86_0F_STORES:
+            return None
+    elif op in X86_STORES or (op in X86_STORES_REG and j + 1 < len(raw)
+                              and (raw[j + 1] >> 3) & 7 in X86_STORES_REG[op]):
+        m = j + 1
+    else:
+        return None
+    return 0 if _stack_based(raw, m, rex_b) else None
+
+
+ISA = Isa("x86", {EM_386: "EM_386", EM_X86_64: "EM_X86_64"}, _decoder, _classifier,
+          data_load=data_load, stack_store=stack_store)

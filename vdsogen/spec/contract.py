@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from vdsogen.errors import SpecError
+from vdsogen.spec.functions import Function
 from vdsogen.spec.layout import PAGE_ROLES, Layout
 from vdsogen.spec.toml import C_IDENT, Table, did_you_mean, load_toml
 
@@ -162,12 +163,18 @@ class Contract:
     trampolines: tuple = ()
     includes: tuple = ()
     entry_registers: int | None = None   # arguments entry.S.j2 passes in registers, the data pointer included
+    c_pages: tuple = ()    # data pages (layout roles) the C halves of an asm entry reach by their symbols
     fragments: dict = field(default_factory=dict, hash=False)   # kind -> names of its files in arch/ARCH/
     core_modes: tuple = CORE_MODES
 
     def core_mode(self, name: str) -> ClockMode:
         """A clock mode of every architecture (MODE_NONE, MODE_TIMENS) by name."""
         return next(m for m in self.core_modes if m.name == name)
+
+    def passes_page(self, f: "Function") -> bool:
+        """The asm entry of core function `f` passes its data page (else it needs none, or its C
+        half reaches it by its symbol: `c_pages`)."""
+        return f.uses_data and f.page not in self.c_pages
 
     def has(self, kind_name: str) -> bool:
         """The arch provides optional fragment `kind_name` (its contract's `provides`)."""
@@ -250,6 +257,8 @@ class _File:
         self.trampolines = self._names("trampolines")
         self.includes = self._names("includes")
         self.entry_registers = top.int("entry_registers", None, lo=1, hi=16)
+        self.c_pages = self._names("c_pages", lambda i, n: n in PAGE_ROLES or top.error(
+            f"c_pages[{i}]", f"{n!r} is not a page role ({', '.join(PAGE_ROLES)})"))
         top.done()
 
     def _names(self, key, check=None):
@@ -299,7 +308,7 @@ def load_contract(arch: str, roots: Iterable[str | Path]) -> Contract:
     # Merge: a later (user's) file overrides modes and counters by name, and adds to the lists.
     modes: dict = {}
     counters: dict = {}
-    lists: dict[str, dict] = {"provides": {}, "trampolines": {}, "includes": {}}
+    lists: dict[str, dict] = {"provides": {}, "trampolines": {}, "includes": {}, "c_pages": {}}
     entry_registers = None
     for f in files:
         entry_registers = f.entry_registers if f.entry_registers is not None else entry_registers
@@ -333,7 +342,7 @@ def load_contract(arch: str, roots: Iterable[str | Path]) -> Contract:
     contract = Contract(arch, tuple(str(f.path) for f in files),
                         tuple(sorted((m for m, _ in modes.values()), key=lambda m: m.number)), ccs,
                         tuple(lists["provides"]), tuple(lists["trampolines"]), tuple(lists["includes"]),
-                        entry_registers)
+                        entry_registers, tuple(lists["c_pages"]))
     _check_files(contract, dirs, counters, lists)
     return contract
 
@@ -392,7 +401,7 @@ def check_entry(contract: Contract, top: Table, exports: list) -> None:
     limit = contract.entry_registers
     for i, e in enumerate(exports):
         f = e.function
-        if limit is not None and not e.arch_impl and f.nargs + (1 if f.uses_data else 0) > limit:
+        if limit is not None and not e.arch_impl and f.nargs + (1 if contract.passes_page(f) else 0) > limit:
             top.error(f"export[{i}]", f"{e.name}: the {contract.arch} entry passes {limit} arguments in registers "
                                       f"({', '.join(contract.files)}: entry_registers), {f.name} needs more")
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from vdsogen import paths
 from vdsogen.spec.toml import C_IDENT, Table, load_toml
 
 CATALOGUE = Path(__file__).resolve().parent / "functions.toml"
@@ -25,10 +26,14 @@ FLAVOURS = ("timespec",)
 # Checks of harness/checks-clock.c that take a flavour: check_NAME(&fl_FUNCTION).
 FLAVOUR_CHECKS = ("clocks", "resolutions", "ids")
 # Checks with code of one function's own: check_FUNCTION(void), named after it.
-FUNCTION_CHECKS = ("gettimeofday", "time", "getcpu")
+FUNCTION_CHECKS = ("gettimeofday", "time", "getcpu", "getrandom")
 # Call shapes of harness/bench.c (SH_<SHAPE>): the flavour ones take a clock per row.
 FLAVOUR_SHAPES = ("gettime", "getres")
-FUNCTION_SHAPES = ("gettimeofday", "time", "getcpu")
+FUNCTION_SHAPES = ("gettimeofday", "time", "getcpu", "getrandom")
+# Shapes whose rows are byte counts (the length each line asks for), not clocks.
+SIZED_SHAPES = ("getrandom",)
+# The data pages (layout roles) a function may read: the page its entry passes to the core.
+DATA_PAGES = ("time", "rng")
 # Linux's clock ids (uapi linux/time.h) a benchmark row may name; C_<NAME> in harness/internal.h.
 CLOCK_IDS = {"REALTIME": 0, "MONOTONIC": 1, "PROCESS_CPUTIME_ID": 2, "MONOTONIC_RAW": 4, "REALTIME_COARSE": 5,
              "MONOTONIC_COARSE": 6, "BOOTTIME": 7, "BOOTTIME_ALARM": 9, "TAI": 11}
@@ -86,6 +91,9 @@ class Function:
     where: str              # "core" or "arch"
     c_call: bool            # callable as a C function of its prototype
     harness: Harness | None = None  # core functions: the harness's checks and benchmark rows
+    page: str = "time"      # the data page (layout role) it reads, when uses_data
+    arch_fragments: tuple = ()  # optional fragment kinds its core implementation calls into (chacha)
+    header: str | None = None   # templates/HEADER holds its core code, included only where exported
 
     @property
     def feature(self) -> str:
@@ -167,6 +175,11 @@ def _harness(t, name, params, syscall, where):
                 b.error("shape", f"{shape!r} is {shape}()'s own call: {name} takes one of "
                                  f"{', '.join(FLAVOUR_SHAPES)} or a shape of its own in harness/bench.c")
             rows = []
+            if shape in SIZED_SHAPES:
+                sizes = b.list("sizes", int, kindname="an integer")
+                if not sizes or any(n <= 0 or n > 65536 for n in sizes):
+                    b.error("sizes", "the byte counts of the lines, each 1 to 65536")
+                rows = [str(n) for n in sizes]
         paths_ = []
         if b.has("hot_path") == b.has("hot_paths"):
             b.error("hot_paths", "give hot_path (one path: the counter reads it may make) or hot_paths "
@@ -199,9 +212,20 @@ def load_catalogue(path: Path) -> dict:
                 t.error(f"params[{i}]", f"{text!r} is not a C parameter \"type name\"")
             params.append(Param(m["type"].strip(), m["name"]))
         syscall, where = t.ident("syscall", None), t.str("where", choices=WHERE)
+        data = t.bool("data")
+        page = t.str("page", "time", choices=DATA_PAGES)
+        if page != "time" and not data:
+            t.error("page", "a function that reads no data page (data = false) names none")
+        needs = tuple(t.list("arch_fragments", str, [], kindname="a string"))
+        if needs and where != "core":
+            t.error("arch_fragments", "only the core's implementation of a function calls into arch fragments")
+        header = t.str("header", None)
+        if header is not None and (where != "core" or not (paths.TEMPLATES / header).is_file()):
+            t.error("header", f"{header!r} is not a file of templates/ (a core function's code of its own)")
         out[name] = Function(name, t.str("returns"), tuple(params), syscall,
-                             t.str("result", choices=RESULTS), t.bool("data"), where,
-                             t.bool("c_call", True), _harness(t, name, params, syscall, where))
+                             t.str("result", choices=RESULTS), data, where,
+                             t.bool("c_call", True), _harness(t, name, params, syscall, where), page, needs,
+                             header)
         t.done()
     top.done()
     return out

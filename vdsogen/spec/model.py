@@ -541,6 +541,9 @@ class _Parser:
             with p.section():
                 contracts.check_layout(self.counter.contract, self.counter.modes, self.datapage.layout,
                                        top.table("counter"), top.table("datapage"))
+        if self.datapage is not None:
+            with p.section():
+                self._export_pages(self.datapage.layout)
         with p.section():
             self.getcpu = self._getcpu()
         with p.section():
@@ -564,6 +567,17 @@ class _Parser:
                       self.elf, self.soname, versions, tuple(self.exports), tuple(self.trampolines),
                       self.counter, self.syscalls, self.datapage, self.entry_style, self.getcpu,
                       self.toolchain, self.harness, contract=self.contract, labels=labels)
+
+    def _export_pages(self, layout):
+        """Each data page a core export reads is in the layout, with a struct."""
+        for i, e in enumerate(self.exports):
+            f = e.function
+            if e.arch_impl or not f.uses_data or f.page == "time":
+                continue
+            page = layout.page(f.page)
+            if page is None or page.struct is None or page.symbol is None:
+                self.top.error(f"export[{i}]", f"{e.name} reads the {f.page} page, and layout {layout.name} "
+                                               f"({layout.path}) has no {f.page} page with a struct and a symbol")
 
     def _syscall_fragment(self):
         """[syscall]: the fragment that makes a syscall; the instruction, the
@@ -628,6 +642,12 @@ class _Parser:
                     if means is not None and means != impl:
                         xt.error(key, f"{name} is {means} to every caller, and this export is built from {impl}: "
                                       f"the harness would test it as {impl}, a real program call it as {means}")
+                if where == "core":
+                    for k in function.arch_fragments:
+                        if not self.contract.has(k):
+                            xt.error("impl", f"the core's {impl} calls the arch's {k} fragment "
+                                             f"({contracts.kind(k).file}), and arch/{self.arch}/contract.toml "
+                                             f"does not provide it")
                 if function.syscall and function.syscall not in numbers:
                     xt.error("impl", f"{impl} falls back to syscall {function.syscall}, and "
                                      f"{self._unnumbered()}")

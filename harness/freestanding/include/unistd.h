@@ -21,5 +21,7 @@ pid_t gettid(void);
 int getpagesize(void);
 long sysconf(int name);
 long syscall(long nr, ...);
+pid_t fork(void);
+int pipe(int fds[2]);
 
 #endif

@@ -28,3 +28,12 @@ int __kernel_clock_getres(clockid_t clock, struct vdso_timespec *res)
 {
 	return vdso_clock_getres(&vdso_u_time_data, clock, res);
 }
+
+/* getrandom: a tail call to its code, at the end of the text (vdso-getrandom.c). */
+long vdso_c_getrandom(void *buffer, size_t len, unsigned int flags, void *opaque_state, size_t opaque_len) __attribute__((visibility("hidden")));
+
+long __kernel_getrandom(void *buffer, size_t len, unsigned int flags, void *opaque_state, size_t opaque_len);
+long __kernel_getrandom(void *buffer, size_t len, unsigned int flags, void *opaque_state, size_t opaque_len)
+{
+	return vdso_c_getrandom(buffer, len, flags, opaque_state, opaque_len);
+}

@@ -34,3 +34,12 @@ int __vdso_gettimeofday(struct vdso_timeval *tv, struct vdso_timezone *tz)
 {
 	return vdso_gettimeofday(&vdso_u_time_data, tv, tz);
 }
+
+/* getrandom: a tail call to its code, at the end of the text (vdso-getrandom.c). */
+long vdso_c_getrandom(void *buffer, size_t len, unsigned int flags, void *opaque_state, size_t opaque_len) __attribute__((visibility("hidden")));
+
+long __vdso_getrandom(void *buffer, size_t len, unsigned int flags, void *opaque_state, size_t opaque_len);
+long __vdso_getrandom(void *buffer, size_t len, unsigned int flags, void *opaque_state, size_t opaque_len)
+{
+	return vdso_c_getrandom(buffer, len, flags, opaque_state, opaque_len);
+}

@@ -12,6 +12,7 @@
 #endif
 
 /* Fallback syscall numbers. */
+#define VDSO_NR_getrandom	278
 #define VDSO_NR_gettimeofday	169
 #define VDSO_NR_clock_gettime	113
 #define VDSO_NR_clock_getres	114

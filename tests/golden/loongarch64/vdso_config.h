@@ -26,6 +26,8 @@ typedef struct vdso_timestamp vdso_timestamp_t;
 /* The auxiliary clocks, CLOCK_AUX + i (v6.17+): a record each, its time in basetime[0]. */
 #define VDSO_NR_AUX_CLOCKS	8
 #define VDSO_AUX_CLOCKS(vd)	((vd)->aux_clock_data)
+/* getrandom's page: the kernel's rng generation and readiness. */
+typedef struct vdso_rng_data vdso_rng_data_t;
 /* A time-namespace page sits beside the time page. */
 #define VDSO_HAS_TIMENS		1
 /* The clock records carry max_cycles: past it, delta * mult needs 128 bits. */

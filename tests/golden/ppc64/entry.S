@@ -27,14 +27,17 @@
 #define FRAME_LR	112
 
 	.hidden	vdso_u_time_data
+	.hidden	vdso_u_rng_data
 	.text
 
 /*
- * vdso_entry name, cfunc, data, errno: export `name` calling `cfunc`, with
- * the time data in register `data` (none: the C needs no data); `errno` 1
- * when the C returns 0 or -errno, 0 when its result cannot be an error.
+ * vdso_entry name, cfunc, data, errno, page: export `name` calling `cfunc`,
+ * with the data page at symbol `page` (the time data; getrandom's rng page)
+ * in register `data` (none: the C needs no data); `errno` 1 when the C
+ * returns 0 or -errno (or a byte count), 0 when its result cannot be an
+ * error.
  */
-	.macro	vdso_entry name, cfunc, data, errno
+	.macro	vdso_entry name, cfunc, data, errno, page
 	.globl	\name
 	.type	\name, @function
 \name:
@@ -47,8 +50,8 @@
 	.ifnb	\data
 	bcl	20, 31, .+4		/* LR = 1f; this form leaves the return stack alone */
 1:	mflr	\data
-	addis	\data, \data, (vdso_u_time_data - 1b)@ha
-	addi	\data, \data, (vdso_u_time_data - 1b)@l
+	addis	\data, \data, (\page - 1b)@ha
+	addi	\data, \data, (\page - 1b)@l
 	.endif
 	bl	.\cfunc
 	ld	%r0, FRAME_LR(%r1)
@@ -70,9 +73,10 @@
 	.size	\name, . - \name
 	.endm
 
-	vdso_entry __kernel_clock_gettime, vdso_c_clock_gettime, %r5, 1
-	vdso_entry __kernel_clock_getres, vdso_c_clock_getres, %r5, 1
-	vdso_entry __kernel_gettimeofday, vdso_c_gettimeofday, %r5, 1
-	vdso_entry __kernel_time, vdso_c_time, %r4, 0
+	vdso_entry __kernel_clock_gettime, vdso_c_clock_gettime, %r5, 1, vdso_u_time_data
+	vdso_entry __kernel_clock_getres, vdso_c_clock_getres, %r5, 1, vdso_u_time_data
+	vdso_entry __kernel_gettimeofday, vdso_c_gettimeofday, %r5, 1, vdso_u_time_data
+	vdso_entry __kernel_time, vdso_c_time, %r4, 0, vdso_u_time_data
+	vdso_entry __kernel_getrandom, vdso_c_getrandom, %r8, 1, vdso_u_rng_data
 
 	.section .note.GNU-stack, "", %progbits

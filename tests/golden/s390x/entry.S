@@ -10,8 +10,9 @@
  * area; the walker takes the return address from there and goes on at
  * the frame's end, the caller's frame.  The C code, built with
  * -mbackchain, chains its own frames to this one (audit rule K007 checks
- * both).  The time data goes to the C after the caller's arguments; the
- * result, 0 or -errno, comes back in r2 as it is.
+ * both).  The time data goes to the C after the caller's arguments (the
+ * pages of contract.toml's c_pages the C reaches itself: getrandom's five
+ * arguments fill r2-r6); the result, 0 or -errno, comes back in r2 as it is.
  */
 
 /* The ABI's register save area, then the saved r14. */
@@ -56,5 +57,6 @@
 	vdso_entry __kernel_clock_gettime, vdso_c_clock_gettime, %r4
 	vdso_entry __kernel_clock_getres, vdso_c_clock_getres, %r4
 	vdso_entry __kernel_getcpu, vdso_c_getcpu
+	vdso_entry __kernel_getrandom, vdso_c_getrandom
 
 	.section .note.GNU-stack, "", %progbits

@@ -12,6 +12,7 @@
 #endif
 
 /* Fallback syscall numbers. */
+#define VDSO_NR_getrandom	349
 #define VDSO_NR_gettimeofday	78
 #define VDSO_NR_clock_gettime	260
 #define VDSO_NR_clock_getres	261

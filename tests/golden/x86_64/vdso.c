@@ -50,3 +50,14 @@ long __vdso_getcpu(unsigned int *cpu, unsigned int *node, void *unused)
 }
 
 long getcpu(unsigned int *cpu, unsigned int *node, void *unused) __attribute__((weak, alias("__vdso_getcpu")));
+
+/* getrandom: a tail call to its code, at the end of the text (vdso-getrandom.c). */
+long vdso_c_getrandom(void *buffer, size_t len, unsigned int flags, void *opaque_state, size_t opaque_len) __attribute__((visibility("hidden")));
+
+long __vdso_getrandom(void *buffer, size_t len, unsigned int flags, void *opaque_state, size_t opaque_len);
+long __vdso_getrandom(void *buffer, size_t len, unsigned int flags, void *opaque_state, size_t opaque_len)
+{
+	return vdso_c_getrandom(buffer, len, flags, opaque_state, opaque_len);
+}
+
+long getrandom(void *buffer, size_t len, unsigned int flags, void *opaque_state, size_t opaque_len) __attribute__((weak, alias("__vdso_getrandom")));

@@ -12,6 +12,7 @@
 #endif
 
 /* Fallback syscall numbers. */
+#define VDSO_NR_getrandom	318
 #define VDSO_NR_gettimeofday	96
 #define VDSO_NR_clock_gettime	228
 #define VDSO_NR_clock_getres	229

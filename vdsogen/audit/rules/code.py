@@ -13,7 +13,7 @@ from vdsogen.elf.reader import ElfImage
 from vdsogen.isa import for_machine, s390
 from vdsogen.isa.arm64 import arm64_writes_x18
 from vdsogen.isa.powerpc import ppc_gprs_written
-from vdsogen.isa.base import CALL, CJUMP, COUNTER, CRETURN, JUMP, RETURN, SEQ, SYSCALL, ByteOrder, Isa
+from vdsogen.isa.base import CALL, CJUMP, COUNTER, CRETURN, JUMP, RETURN, SEQ, STOP, SYSCALL, ByteOrder, Isa
 from vdsogen.audit.rules import Context, Findings, rule
 
 # (address, bytes, file offset) of a stretch of code.
@@ -637,3 +637,113 @@ def seqcount_order(ctx: Context) -> Findings:
                                                      f"0x{p.load:x})")
     yield from capped(((_where(regions, img, addr), message) for (addr, _what), message in sorted(found.items())),
                       "unordered seqcount load(s)")
+
+
+# getrandom's entry points, and the name Linux (and vdsogen) give its ChaCha20 routine.
+GETRANDOM_EXPORTS = ("__vdso_getrandom", "__kernel_getrandom")
+CHACHA_SYMBOL = "__arch_chacha20_blocks_nostack"
+
+
+def chacha_routines(img: ElfImage, index: decode.Regions) -> list[tuple[int, str | None, str]]:
+    """(entry, mode, name) of getrandom's ChaCha20 routine: the symbol table's
+    __arch_chacha20_blocks_nostack; in an image without one, every function
+    the getrandom export calls (directly, through its callees or after a tail
+    call) that itself calls nothing and makes no syscall, which in Linux's
+    images and vdsogen's is that routine alone."""
+    named = [(s.value, s.name) for s in img.symtab[1:] if s.defined and s.name == CHACHA_SYMBOL]
+    if named:
+        return [(*decode.entry(img, value), name) for value, name in sorted(set(named))]
+    isa = for_machine(img.e_machine)
+    if isa is None:
+        return []
+    classify, decoder = isa.classifier(img), isa.decoder(img)
+
+    def swept(value: int, size: int) -> Iterator[tuple[int, decode.Insn]]:
+        """Every instruction of a function's extent in address order: its first may be a
+        branch the kernel patches away (arm64's), which a walk from the entry would follow."""
+        addr, mode = decode.entry(img, value)
+        region = index.find(addr)
+        while region is not None and addr < value + size:
+            insn = decoder(region[1], addr - region[0], addr, mode)
+            if insn is None or insn.length <= 0:
+                return
+            yield addr, insn
+            addr += insn.length
+
+    exports = [s for s in img.dynsym[1:] if s.defined and s.name in GETRANDOM_EXPORTS]
+    # The export's extent swept, and its flow walked (vdsogen's C entries tail-call their code).
+    flow = [(a, i) for s in exports for a, i in swept(s.value, s.size)]
+    flow += [(a, i) for a, i, _r in decode.walk(img, index, [decode.entry(img, s.value) for s in exports])]
+    work = sorted({(i.target, i.mode) for a, i in flow
+                   if i.kind == CALL and i.target is not None and i.target != a + i.length},
+                  key=lambda e: (e[0], e[1] or ""))
+    seen: set = set()
+    out = []
+    while work:
+        entry = work.pop()
+        if entry in seen:
+            continue
+        seen.add(entry)
+        walked = list(decode.walk(img, index, [entry]))
+        inner = {(i.target, i.mode or entry[1]) for a, i, _r in walked
+                 if i.kind == CALL and i.target is not None and i.target != a + i.length}
+        if not inner and not any(classify(raw, entry[1]) == SYSCALL for _a, _i, raw in walked):
+            out.append((entry[0], entry[1], f"getrandom's callee at 0x{entry[0]:x}"))
+        work.extend(inner)
+    return sorted(out)
+
+
+def stack_stores(img: ElfImage, isa: Isa, index: decode.Regions, entry: int,
+                 mode: str | None) -> Iterator[tuple[int, bytes]]:
+    """(address, raw bytes) of the stores to the stack in the routine at `entry`, but its
+    prologue's saves: in the straight run from the entry up to the first instruction any branch
+    of the routine targets (its loop), a store of general registers it has not written yet (the
+    caller's, where the ISA tells the registers apart)."""
+    assert isa.stack_store is not None
+    order = img.code_endian
+    insns = list(decode.walk(img, index, [(entry, mode)]))
+    at = {addr: (insn, raw) for addr, insn, raw in insns}
+    targets = {insn.target for _a, insn, _r in insns if insn.kind in (CJUMP, JUMP)}
+    saves, written, addr = set(), 0, entry
+    while addr in at and (addr == entry or addr not in targets):
+        insn, raw = at[addr]
+        stored = isa.stack_store(raw, mode, order)
+        if stored and not stored & written:
+            saves.add(addr)
+        written |= isa.written(raw, mode, order)
+        if insn.kind in (JUMP, STOP):
+            break
+        addr += insn.length
+    for addr, insn, raw in insns:
+        if addr not in saves and isa.stack_store(raw, mode, order) is not None:
+            yield addr, raw
+
+
+@rule("K010", "error", "getrandom's ChaCha20 routine must never store to the stack",
+      """getrandom's generator is worth its name only if its key never
+      reaches memory that outlives the call: the routine that makes the
+      ChaCha20 blocks (__arch_chacha20_blocks_nostack) keeps the key, the
+      counter and the keystream in registers and writes only the caller's
+      buffer and the counter.  A spill to the stack would leave them in
+      memory the next call, another library or a core dump reads.  The
+      saves of the caller's registers in its prologue are allowed (a store,
+      in the straight run from the entry to its loop, of a general register
+      the routine has not written yet), as Linux's powerpc, RISC-V and
+      LoongArch routines save their callee-saved registers.  The routine is the symbol table's
+      __arch_chacha20_blocks_nostack, or, without one, each function the
+      getrandom export calls that calls nothing and makes no syscall; on
+      every ISA whose stores the decoders know (x86, arm64, powerpc, s390x,
+      RISC-V, LoongArch).""")
+def chacha_no_stack(ctx: Context) -> Findings:
+    img = ctx.image
+    isa = for_machine(img.e_machine)
+    if isa is None or isa.stack_store is None:
+        return
+    regions = code_regions(img)
+    index = decode.Regions([(a, code) for a, code, _o in regions])
+
+    def found():
+        for entry, mode, name in chacha_routines(img, index):
+            for addr, raw in stack_stores(img, isa, index, entry, mode):
+                yield _where(regions, img, addr), f"{name}: instruction {raw.hex()} at 0x{addr:x} stores to the stack"
+    yield from capped(found(), "stores to the stack")

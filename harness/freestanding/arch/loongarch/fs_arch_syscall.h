@@ -5,6 +5,7 @@
 #define SYS_getcwd		17
 #define SYS_openat		56
 #define SYS_close		57
+#define SYS_pipe2		59
 #define SYS_lseek		62
 #define SYS_read		63
 #define SYS_write		64
@@ -36,6 +37,8 @@
 #define SYS_clone		220
 #define SYS_mmap		222
 #define SYS_mprotect		226
+#define SYS_madvise		233
+#define SYS_wait4		260
 #define SYS_seccomp		277
 #define SYS_getrandom		278
 #define SYS_statx		291

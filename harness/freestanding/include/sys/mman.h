@@ -16,9 +16,11 @@
 #define MAP_NORESERVE	0x4000
 #define MAP_FIXED_NOREPLACE	0x100000
 #define MAP_FAILED	((void *)-1)
+#define MADV_WIPEONFORK	18
 
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int munmap(void *addr, size_t len);
 int mprotect(void *addr, size_t len, int prot);
+int madvise(void *addr, size_t len, int advice);
 
 #endif
