@@ -4,8 +4,14 @@
  * (vdso_arch_data): when the caller asks about every CPU (cpus NULL and
  * cpusetsize 0, or any set while the CPUs are all alike) with no flag, and
  * the kernel has marked the page ready, each pair's key 0..14 gets its
- * value from there and any other key becomes -1 with value 0.  Everything
- * else is the riscv_hwprobe syscall's.  A leaf: a0-a4 and t0-t3 only.
+ * value from there and any other key becomes -1 with value 0.  With the
+ * flag RISCV_HWPROBE_WHICH_CPUS alone, a non-empty set and alike CPUs, it
+ * says from there which CPUs of the set have every pair (Linux's
+ * riscv_vdso_get_cpus): all of them, or none (the set cleared) when a
+ * pair's value differs (for a bitmask key: has a bit the page's lacks) or
+ * its key is unknown (which becomes -1 with value 0); no set at all is
+ * -EINVAL.  Everything else is the riscv_hwprobe syscall's.  A leaf: a0-a5
+ * and t0-t6 only, and a6-a7 for a value's two words.
  */
 	.hidden	vdso_u_arch_data
 
@@ -15,7 +21,9 @@
 	.type	__vdso_riscv_hwprobe, @function
 __vdso_riscv_hwprobe:
 	.cfi_startproc
-	bnez	a4, 4f			/* a flag: the syscall */
+	andi	t1, a4, 1
+	bnez	t1, 7f			/* RISCV_HWPROBE_WHICH_CPUS */
+	bnez	a4, 4f			/* another flag: the syscall */
 	lla	t0, vdso_u_arch_data
 	lbu	t1, 121(t0)		/* ready */
 	beqz	t1, 4f
@@ -48,6 +56,61 @@ __vdso_riscv_hwprobe:
 	j	6b
 4:	li	a7, 258		/* __NR_riscv_hwprobe */
 	ecall
+	ret
+7:	beqz	a2, 8f			/* WHICH_CPUS without a set: -EINVAL */
+	beqz	a3, 8f
+	li	t1, 1
+	bne	a4, t1, 4b		/* with another flag: the syscall */
+	lla	t0, vdso_u_arch_data
+	lbu	t1, 120(t0)		/* homogeneous_cpus */
+	beqz	t1, 4b			/* CPUs that differ: the syscall */
+	mv	t2, a3
+	add	t3, a3, a2
+9:	lbu	t1, 0(t2)		/* an empty set: the syscall */
+	bnez	t1, 10f
+	addi	t2, t2, 1
+	bltu	t2, t3, 9b
+	j	4b
+10:	li	t4, 0			/* a pair no CPU has */
+	li	t3, 14			/* the highest key the page answers */
+	li	t5, 0x6838		/* the bitmask keys */
+	beqz	a1, 14f
+11:	lw	t2, 4(a0)		/* key, high word: none in a key the page answers */
+	bnez	t2, 13f			/* negative keys too */
+	lw	t1, 0(a0)		/* key, low word */
+	bgtu	t1, t3, 13f
+	slli	t2, t1, 3
+	add	t2, t0, t2
+	lw	a6, 0(t2)		/* all_cpu_hwprobe_values[key], low word */
+	lw	a7, 4(t2)		/* and high */
+	lw	t6, 8(a0)		/* the caller's value, low word */
+	lw	t2, 12(a0)		/* and high */
+	srl	a5, t5, t1
+	andi	a5, a5, 1
+	beqz	a5, 15f
+	and	a6, a6, t6		/* a bitmask: the caller's bits that the page has */
+	and	a7, a7, t2
+15:	bne	a6, t6, 17f
+	beq	a7, t2, 12f
+17:
+	li	t4, 1
+12:	addi	a0, a0, 16
+	addi	a1, a1, -1
+	bnez	a1, 11b
+14:	beqz	t4, 3b			/* every pair holds on every CPU: the set stays */
+16:	sb	zero, 0(a3)		/* on none: the set cleared */
+	addi	a3, a3, 1
+	addi	a2, a2, -1
+	bnez	a2, 16b
+	j	3b
+13:	li	t1, -1			/* a key this kernel does not know: no CPU has it */
+	sw	t1, 0(a0)
+	sw	t1, 4(a0)
+	sw	zero, 8(a0)
+	sw	zero, 12(a0)
+	li	t4, 1
+	j	12b
+8:	li	a0, -22			/* -EINVAL */
 	ret
 	.cfi_endproc
 	.size	__vdso_riscv_hwprobe, . - __vdso_riscv_hwprobe
