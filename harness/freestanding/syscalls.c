@@ -173,10 +173,31 @@ int pipe(int fds[2])
 	return (int)fs_ret(fs_sys2(SYS_pipe2, fds, 0));
 }
 
+#ifdef SYS_wait4
 pid_t waitpid(pid_t pid, int *status, int options)
 {
 	return (pid_t)fs_ret(fs_syscall6(SYS_wait4, pid, (long)status, options, 0, 0, 0));
 }
+#else
+/*
+ * No wait4 (rv32): waitid(P_PID or P_ALL, WEXITED), and the wait status
+ * rebuilt from the child's siginfo: si_code CLD_EXITED (1) gives the exit
+ * code in bits 8-15, CLD_KILLED (2) and CLD_DUMPED (3) the signal, 0x80 for
+ * a core.
+ */
+pid_t waitpid(pid_t pid, int *status, int options)
+{
+	struct { int signo, errno_, code, pid, uid, status; char pad[104]; } si = { 0 };
+	long r = fs_ret(fs_syscall6(SYS_waitid, pid == -1 ? 0 : 1, pid == -1 ? 0 : pid, (long)&si,
+				    options | 4 /* WEXITED */, 0, 0));
+
+	if (r < 0)
+		return -1;
+	if (status)
+		*status = si.code == 1 ? (si.status & 0xff) << 8 : si.status | (si.code == 3 ? 0x80 : 0);
+	return si.pid;
+}
+#endif
 
 int clock_gettime(clockid_t clk, struct timespec *ts)
 {

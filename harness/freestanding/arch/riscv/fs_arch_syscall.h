@@ -4,18 +4,20 @@
  * clock_gettime64, and SYS_clock_nanosleep and SYS_futex name the time64
  * ones, whose struct timespec is the 64-bit one time.h declares; there is
  * no nanosleep (time.h's nanosleep is clock_nanosleep), and mmap is mmap2,
- * its offset in pages.
+ * its offset in pages; there is no wait4 (waitid it is).
  */
 #ifndef FS_ARCH_SYSCALL_H
 #define FS_ARCH_SYSCALL_H
 
 #define SYS_getcwd		17
+#define SYS_pipe2		59
 #define SYS_openat		56
 #define SYS_close		57
 #define SYS_read		63
 #define SYS_write		64
 #define SYS_exit		93
 #define SYS_exit_group		94
+#define SYS_waitid		95
 #define SYS_set_tid_address	96
 #define SYS_getitimer		102
 #define SYS_setitimer		103
@@ -35,6 +37,7 @@
 #define SYS_munmap		215
 #define SYS_clone		220
 #define SYS_mprotect		226
+#define SYS_madvise		233
 #define SYS_riscv_hwprobe	258
 #define SYS_riscv_flush_icache	259
 #define SYS_seccomp		277
@@ -54,6 +57,7 @@
 #define SYS_clock_nanosleep	115
 #define SYS_gettimeofday	169
 #define SYS_mmap		222
+#define SYS_wait4		260
 #endif
 
 #endif
