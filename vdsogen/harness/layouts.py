@@ -30,9 +30,10 @@ class Choice:
 
     @property
     def line(self) -> str:
-        layout = self.target.datapage.layout
-        span = f" (Linux {layout.versions})" if layout.versions else ""
-        return f"# layout: {layout.name}{span}, {self.why}; {self.target.datapage.pages} data pages"
+        dp = self.target.datapage
+        assert dp is not None           # a target without time data has no layout to choose
+        span = f" (Linux {dp.layout.versions})" if dp.layout.versions else ""
+        return f"# layout: {dp.layout.name}{span}, {self.why}; {dp.pages} data pages"
 
 
 def layout_dirs(target) -> tuple[Path, ...]:
