@@ -185,3 +185,14 @@ def test_the_harness_builds_without_time_data(image, tmp_path):
     assert "#define H_TIME_DATA\t\t0" in files["harness_target.h"]
     assert "h_check_vsyscall" in files["check-vsyscall.c"]
     assert build_harness(target, tmp_path).is_file()
+
+
+@pytest.mark.parametrize("command, message", [
+    (("run", "--", "/bin/true"), "`vdsogen run` does not support such a target yet"),
+    (("bench",), "nothing to benchmark"),
+])
+def test_run_and_bench_say_there_is_no_time_data(image, command, message):
+    specs, _ = image
+    r = vdsogen(command[0], f"--specs={specs}", "--arch=sh4", *command[1:])
+    assert r.returncode != 0 and "no time data" in r.stderr and message in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
