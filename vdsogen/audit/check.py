@@ -21,16 +21,17 @@ if TYPE_CHECKING:
 def expect_from_target(target: Target) -> rules.Expect:
     """Everything the spec promises, beside its ABI's catalogue entry."""
     exports = {name: (version, binding) for name, version, binding in target.symbols()}
+    dp = target.datapage            # None: no time data (Target.counter)
     return rules.Expect(
         abi=target.abi.name, elf_class=target.elf.elf_class, endian=target.elf.endian,
         machine=target.elf.machine, soname=target.soname, versions=target.versions,
         exports=exports,
         trampolines=tuple((t.name, t.lead, t.words) for t in target.trampolines),
-        counter_words=None if target.test_counter else target.counter.words,
-        page_size=target.datapage.page_size, data_pages=target.datapage.pages,
+        counter_words=None if target.test_counter or not target.counter else target.counter.words,
+        page_size=target.page_size, data_pages=dp.pages if dp else 0,
         flags=(abi.FlagRule(0xFFFFFFFF, (target.elf.flags,), f"0x{target.elf.flags:x} as the spec says"),),
         abi_info=target.abi, generated=True,
-        layout_note=target.datapage.note, layout_not_own=layout_not_own(target.datapage.layout))
+        layout_note=dp.note if dp else None, layout_not_own=layout_not_own(dp.layout) if dp else None)
 
 
 def layout_not_own(layout: Layout) -> str | None:

@@ -204,6 +204,8 @@ def run_bench(target, image=None, workdir=None, *, fmt="text", rounds=DEFAULT_RO
     builder = Builder(target, stream=sys.stderr)     # progress apart from the report
     if image is not None and not Path(image).is_file():
         raise HarnessError(f"{image}: no such image")
+    if target.datapage is None:
+        raise HarnessError(f"{target.path}: no time data (no [counter], no [datapage]): nothing to benchmark")
     prefix = runner(target)
     native = not prefix
     try:

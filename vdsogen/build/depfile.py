@@ -102,8 +102,8 @@ def inputs(target, request):
 
     tree = SpecTree(request.specs)
     files = [Path(f) for f in target.spec_files or (target.path,)]   # the spec and those it extends
-    layout = Path(target.datapage.layout.path)
-    while True:
+    layout = Path(target.datapage.layout.path) if target.datapage else None    # None: no time data
+    while layout is not None:
         files.append(layout)
         parent = load_toml(layout).get("extends")
         if not isinstance(parent, str):

@@ -116,6 +116,9 @@ def select_tools(target, env=None):
     p = select_programs(env, tc.gnu_triple if tc.default == "gnu" else None)
     cc = tuple(shlex.split(p.cc))
     if p.kind == "llvm":
+        if tc.clang_target is None:
+            raise BuildError(f"{target.name}: LLVM has no backend for the {target.abi.name} ABI (the spec has no "
+                             f"toolchain.clang_target): build it with the GNU toolchain (CROSS_COMPILE=)")
         # A target that lld cannot link (ppc64's ELFv1) links with GNU ld whatever LD= says.
         linker = p.linker if tc.clang_linker == "lld" else f"{tc.gnu_triple}-ld"
         return Tools("llvm", (*cc, f"--target={tc.clang_target}"),
@@ -228,8 +231,8 @@ class Builder:
         argv = [*self.tools.link, *self.tools.ld, "-nostdlib", "-shared",
                 f"-Wl,-T,{script}", f"-Wl,--hash-style={t.abi.hash_style}", "-Wl,--build-id=sha1",
                 f"-Wl,-soname={t.soname}", "-Wl,-z,noexecstack", "-Wl,-z,defs",
-                "-Wl,--no-undefined", f"-Wl,-z,max-page-size={t.datapage.page_size}",
-                f"-Wl,-z,common-page-size={t.datapage.page_size}"]
+                "-Wl,--no-undefined", f"-Wl,-z,max-page-size={t.page_size}",
+                f"-Wl,-z,common-page-size={t.page_size}"]
         if t.elf.eh_frame:
             argv.append("-Wl,--eh-frame-hdr")
         argv += [f"-Wl,{f}" for f in t.toolchain.ldflags]

@@ -107,8 +107,9 @@ def context(target) -> dict:
     return {
         "target": target,
         "dp": dp,
-        "layout": _TemplateLayout(dp.layout, target),
-        "params": target.counter.params,
+        # None for a target without time data (Target.counter)
+        "layout": _TemplateLayout(dp.layout, target) if dp else None,
+        "params": target.counter.params if target.counter else {},
         "declared": tuple(functions.catalogue().values()),
     }
 
@@ -165,15 +166,19 @@ def sources(target):
     r = Renderer(target)
     render = r.render
 
-    out = [(name, (paths.TEMPLATES / name).read_text()) for name in STATIC]
-    out += [(f.header, (paths.TEMPLATES / f.header).read_text()) for f in target.core_functions if f.header]
-    out += [
-        ("vdso_config.h", render("vdso_config.h.j2")),
-        ("datapage.h", render("datapage.h.j2")),
-        ("vdso_arch.h", render("vdso_arch.h.j2")),
-        ("vdso.c", render("vdso.c.j2", part=None)),
-        ("note.S", render("note.S.j2")),
-    ]
+    if target.datapage is None:
+        # No time data: no C core, only the note and the arch's assembly.
+        out = [("vdso_arch.h", render("vdso_arch.h.j2")), ("note.S", render("note.S.j2"))]
+    else:
+        out = [(name, (paths.TEMPLATES / name).read_text()) for name in STATIC]
+        out += [(f.header, (paths.TEMPLATES / f.header).read_text()) for f in target.core_functions if f.header]
+        out += [
+            ("vdso_config.h", render("vdso_config.h.j2")),
+            ("datapage.h", render("datapage.h.j2")),
+            ("vdso_arch.h", render("vdso_arch.h.j2")),
+            ("vdso.c", render("vdso.c.j2", part=None)),
+            ("note.S", render("note.S.j2")),
+        ]
     if target.entry_style == "asm":
         out.append(("entry.S", render(target.fragment("entry.S.j2"))))
     for e in target.arch_exports:

@@ -142,6 +142,30 @@ def function_wiring(target) -> dict:
     return {"wired": wired, "syscalls": list(dict.fromkeys(syscalls)), "rows": rows, "nrows": len(rows)}
 
 
+# The data pages a target without time data is harnessed against (harness_view).
+VIEW_LAYOUT = "linux-6.17"
+
+
+def harness_view(target):
+    """The target the harness's C is built for.  A target without time data
+    (Target.counter None: no counter, no data pages) is harnessed as its
+    test build over nominal data pages (layout VIEW_LAYOUT, the ABI's page
+    size), so that the one harness program compiles; harness_target.h says
+    H_TIME_DATA 0, and the harness neither calibrates a counter nor checks a
+    clock, it runs the image, symbol, syscall, arch and unwind checks.  The
+    image under test is the real one, mapped above pages it never reads."""
+    from dataclasses import replace
+    from vdsogen.spec.layout import load_layout
+    from vdsogen.spec.model import Counter, DataPages
+
+    if target.datapage is not None:
+        return target
+    layout = load_layout(VIEW_LAYOUT, (paths.LAYOUTS,))
+    return replace(target, test_counter=True,       # clock mode 1: an arch's first, as every arch numbers it
+                   counter=Counter("injected", {}, (1,), False, False, (), None),
+                   datapage=DataPages(layout, target.abi.page_size, layout.page_count, 4000000, "page"))
+
+
 def harness_sources(target):
     """[(file name, text)] of the generated files the harness needs: headers,
     the core functions' wiring, then the arch checks (check-NAME.c).
@@ -149,12 +173,14 @@ def harness_sources(target):
     the vDSO's sources do."""
     from vdsogen.gen.render import Renderer, sources
 
+    time_data = target.datapage is not None
+    target = harness_view(target)
     rendered = dict(sources(target))
     out = [(name, rendered[name]) for name in VDSO_HEADERS]
     out += [(f.header, rendered[f.header]) for f in target.core_functions if f.header]
     r = Renderer(target)
     checks = arch_checks(target)
-    out.append(("harness_target.h", r.render("harness_target.h.j2", arch_checks=checks)))
+    out.append(("harness_target.h", r.render("harness_target.h.j2", arch_checks=checks, time_data=time_data)))
     wiring = function_wiring(target)
     out.append(("harness_functions.h", r.render("harness_functions.h.j2", **wiring)))
     out.append(("harness_functions.c", r.render("harness_functions.c.j2", **wiring)))
@@ -406,13 +432,14 @@ def _aux_clocks(target, aux_clocks, built):
     """The aux clocks' treatment to tell the harness: as asked, else "served"
     for an image vdsogen built here (its images serve them), else None (the
     harness tells)."""
-    aux = target.datapage.layout.aux_clocks
+    aux = target.datapage.layout.aux_clocks if target.datapage else 0
     if aux_clocks is not None:
         if aux_clocks not in AUX_CLOCKS:
             raise HarnessError(f"--aux-clocks={aux_clocks}: not one of {', '.join(AUX_CLOCKS)}")
         if not aux:
-            raise HarnessError(f"--aux-clocks={aux_clocks}: layout {target.datapage.layout.name} of "
-                               f"{target.path} has no aux clocks")
+            raise HarnessError(f"--aux-clocks={aux_clocks}: {target.path} has no aux clocks"
+                               + (f" (layout {target.datapage.layout.name})" if target.datapage else
+                                  " (no time data)"))
         return aux_clocks
     return "served" if aux and built else None
 
@@ -555,7 +582,9 @@ def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=Non
     builder = builder or Builder(target)     # progress on standard error, the checks on `stream`
     if image is not None and not Path(image).is_file():
         raise HarnessError(f"{image}: no such image")
-    choice = layouts.choose(target, image, layout)
+    if target.datapage is None and layout is not None:
+        raise HarnessError(f"--layout={layout}: {target.path} has no data pages (no time data)")
+    choice = layouts.choose(target, image, layout) if target.datapage else None
     if choice is not None:
         target = choice.target
         print(choice.line, file=stream, flush=True)
@@ -565,7 +594,7 @@ def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=Non
         if workdir is None:
             workdir = stack.enter_context(scratch_dir(f"test-{target.name}"))
         # Each racing writer (the time page's, each clock mode's page's) soaks in turn.
-        timeout += soak * (1 + len(target.counter.modes))
+        timeout += soak * (1 + (len(target.counter.modes) if target.counter else 0))
         rc, outcome = _run_in(target, image, Path(workdir), builder, stream, timeout, bench, aux_clocks, soak)
         outcome.layout = choice.line if choice is not None else None
         return rc, outcome

@@ -40,6 +40,7 @@ class Choice:
     @property
     def line(self) -> str:
         dp = self.target.datapage
+        assert dp is not None           # a target without time data has no layout to choose
         span = f" (Linux {dp.layout.versions})" if dp.layout.versions else ""
         size = f" of {dp.page_size} bytes, as the image's code reads them" if self.sized else ""
         return f"# layout: {dp.layout.name}{span}, {self.why}; {dp.pages} data pages{size}"

@@ -320,6 +320,9 @@ def prepare(target, argv, image=None, syscall_counts=None):
 
     if not argv:
         raise RunError("no program given: vdsogen run --arch=T [--image FILE] -- PROGRAM [ARG...]")
+    if target.datapage is None:
+        raise RunError(f"{target.path}: no time data (no [counter], no [datapage]): the loader keeps data pages "
+                       f"current, and this image has none; `vdsogen run` does not support such a target yet")
     if target.toolchain.qemu is not None:
         from vdsogen.run.foreign import check_supported
 

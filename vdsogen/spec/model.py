@@ -150,7 +150,7 @@ class DataPages:
 
 @dataclass(frozen=True)
 class Toolchain:
-    clang_target: str
+    clang_target: str | None   # None: no LLVM backend (SuperH), the GNU toolchain only
     gnu_triple: str | None  # None: Debian has no GNU cross toolchain for the ABI (LoongArch)
     qemu: str | None       # qemu-user name, None when the host runs it natively
     cflags: tuple
@@ -216,9 +216,11 @@ class Target:
     versions: tuple        # node names, in verdef order after the base
     exports: tuple
     trampolines: tuple
-    counter: Counter
+    # None, both, for a target without time data: no export reads the data
+    # pages (SuperH's vDSO: a syscall entry and the signal trampolines)
+    counter: Counter | None
     syscalls: Syscalls
-    datapage: DataPages
+    datapage: DataPages | None
     entry_style: str
     getcpu: str | None     # arch fragment getcpu-NAME.h.j2 answering in user space, or None: the syscall
     toolchain: Toolchain
@@ -231,6 +233,11 @@ class Target:
     @property
     def description(self) -> str:
         return self.abi.description
+
+    @property
+    def page_size(self) -> int:
+        """The page size the image is linked for: its data pages', or the ABI's without them."""
+        return self.datapage.page_size if self.datapage else self.abi.page_size
 
     def test_build(self) -> "Target":
         """The test build of this target: the same image but for its counter
@@ -533,10 +540,11 @@ class _Parser:
             fragment = self._syscall_fragment()
         self._exports()
         self._trampolines()
-        with p.section():
-            self.counter = self._counter()
-        with p.section():
-            self.datapage = self._datapage()
+        if not self._timeless():
+            with p.section():
+                self.counter = self._counter()
+            with p.section():
+                self.datapage = self._datapage()
         if self.counter is not None and self.datapage is not None:
             with p.section():
                 contracts.check_layout(self.counter.contract, self.counter.modes, self.datapage.layout,
@@ -703,6 +711,16 @@ class _Parser:
         et.done()
         return tuple(out)
 
+    def _timeless(self) -> bool:
+        """A target without time data: the spec has neither [counter] nor
+        [datapage], and no export reads the data pages (every export an arch
+        entry that asks no data).  Its image maps no data pages and reads no
+        counter; the tables are required otherwise, each "missing" on its own."""
+        top = self.top
+        if top.has("counter") or top.has("datapage") or self.exports_failed:
+            return False
+        return not any(e.function.uses_data or not e.arch_impl for e in self.exports)
+
     def _counter(self):
         """[counter]: the fragment, its modes (by name) and parameters, as its contract declares them."""
         ct = self.top.table("counter")
@@ -778,7 +796,7 @@ class _Parser:
     def _toolchain(self):
         tc = self.top.table("toolchain")
         toolchain = Toolchain(
-            tc.str("clang_target"), tc.str("gnu_triple", None), tc.str("qemu", None),
+            tc.str("clang_target", None), tc.str("gnu_triple", None), tc.str("qemu", None),
             tuple(tc.list("cflags", str, [], "a string")),
             tuple(tc.list("gnu_cflags", str, [], "a string")),
             tuple(tc.list("ldflags", str, [], "a string")),
@@ -790,6 +808,9 @@ class _Parser:
         tc.done()
         if toolchain.qemu_cpu and not toolchain.qemu:
             tc.error("qemu_cpu", "only with qemu: the harness runs natively")
+        if toolchain.clang_target is None and (toolchain.default != "gnu" or toolchain.gnu_triple is None):
+            tc.error("clang_target", "missing: only a target with default = \"gnu\" and a gnu_triple goes without "
+                                     "(an ABI LLVM has no backend for)")
         if toolchain.gnu_triple is None and "gnu" in (toolchain.default, toolchain.clang_linker):
             tc.error("gnu_triple", "missing: the GNU toolchain is chosen (default or clang_linker)")
         self.tc = tc

@@ -67,10 +67,11 @@ def ppc64_abi_flag(ctx: Context) -> Findings:
             yield "e_flags", f"e_flags 0x{flags:x}: expected {f.what}"
 
 
-@rule("H008", "warning", "e_entry should be 0, except on i386 where it is __kernel_vsyscall",
+@rule("H008", "warning", "e_entry should be 0, except on i386 and SuperH where it is __kernel_vsyscall",
       """glibc on i386 calls e_entry as __kernel_vsyscall when the kernel
-      passes no AT_SYSINFO; elsewhere nothing reads e_entry, and a non-zero
-      value hints at an image linked as a program.""", needs=("abi_info",))
+      passes no AT_SYSINFO; Linux links SuperH's image with the same entry
+      (the ABI catalogue's `entry`); elsewhere nothing reads e_entry, and a
+      non-zero value hints at an image linked as a program.""", needs=("abi_info",))
 def e_entry(ctx: Context) -> Findings:
     img, want = ctx.image, ctx.expect.abi_info.entry
     if want is None:
