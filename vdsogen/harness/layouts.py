@@ -157,10 +157,13 @@ def choose(target, image=None, layout: str | None = None) -> Choice | None:
     choice = named(target, layout) if layout is not None else of_image(target, image)
     if image is None:
         return choice
-    size = page_size_of(image, choice.target.datapage.layout, target)
-    if size is None or size == choice.target.datapage.page_size:
+    dp = choice.target.datapage
+    if dp is None:                      # a target without time data: no pages to size
         return choice
-    return replace(choice, target=with_layout(choice.target, choice.target.datapage.layout, size), sized=True)
+    size = page_size_of(image, dp.layout, target)
+    if size is None or size == dp.page_size:
+        return choice
+    return replace(choice, target=with_layout(choice.target, dp.layout, size), sized=True)
 
 
 __all__ = ["Choice", "choose", "for_abi", "with_layout", "layout_dirs", "page_size_of", "PAGE_SIZES"]

@@ -3,7 +3,7 @@
  * the syscalls this kernel implements, kept on the arch data page; bit
  * 0x80000000 >> (nr % 32) of word nr / 32 stands for syscall nr.  When
  * count is not NULL, *count is the kernel's number of syscalls,
- * NR_syscalls (470: the layout's syscall_map bits), as Linux stores it.
+ * NR_syscalls (472: the layout's syscall_map bits), as Linux stores it.
  * A leaf: LR waits in r12 across the bcl.
  */
 	.hidden	vdso_u_arch_data
@@ -24,7 +24,7 @@ __kernel_get_syscall_map:
 	addi	%r3, %r3, (vdso_u_arch_data + 8 - 1b)@l
 	crclr	so
 	beqlr
-	li	%r0, 470
+	li	%r0, 472
 	stw	%r0, 0(%r4)
 	blr
 	.cfi_endproc

@@ -24,7 +24,7 @@
 	.long	2			/* type: data pages */
 1:	.asciz	"vdsogen"
 2:	.balign	4
-3:	.asciz	"linux-6.17-powerpc32 e30b20369fc6f68a 4096x4 tick 4000000"
+3:	.asciz	"linux-7.2-powerpc32 46d40d92ea6f604e 4096x4 tick 4000000"
 4:	.balign	4
 
 	.section .note.GNU-stack, "", %progbits
