@@ -1,7 +1,8 @@
 /*
- * /init of the kernel end-to-end test (scripts/kernel-e2e.sh): a static
- * program that checks, inside the booted kernel, that the vDSO the kernel
- * maps is vdsogen's and that it answers from the data pages.
+ * x86-64's own check in the kernel end-to-end test (scripts/kernel-e2e.sh
+ * --arch=x86_64, run by scripts/e2e/init.c beside the kernel's selftests): a
+ * static program that checks, inside the booted kernel, that the vDSO the
+ * kernel maps is vdsogen's and that it answers from the data pages.
  *
  *   - AT_SYSINFO_EHDR's image carries the build-id of the image vdsogen
  *     built (VDSOGEN_BUILD_ID), and its symbols sit at the offsets
