@@ -51,7 +51,10 @@ x86_64)
 	GCC_PKG=gcc LIBC_PKG=libc6-dev
 	KIMAGE=arch/x86/boot/bzImage
 	QEMU_ARGS="-accel tcg -cpu max -smp 1 -m 512"
+	# TCG's TSC runs at the host's; given its rate the kernel need not
+	# calibrate it against the PIT, which fails on a loaded host.
 	APPEND="console=ttyS0 tsc=reliable clocksource=tsc no_timer_check"
+	APPEND="$APPEND tsc_early_khz=$(awk '/^cpu MHz/ { print int($4 * 1000); exit }' /proc/cpuinfo)"
 	CONFIG="-e 64BIT -e SERIAL_8250 -e SERIAL_8250_CONSOLE -e X86_IOPL_IOPERM -d KERNEL_XZ -e KERNEL_GZIP"
 	VDSO_DIR=arch/x86/entry/vdso SPEC=x86_64
 	# The kernel maps the pages where the image says (struct vdso_image), so
@@ -95,11 +98,15 @@ cp "$ROOT/docs/kernel/linux-6.12/$SPEC.toml" "$SRC/arch/$KARCH/vdsogen/$SPEC.tom
 case $FAMILY in
 x86_64)
 	cp "$ROOT/docs/Makefile.vdsogen" "$SRC/$VDSO_DIR/Makefile.vdsogen"
-	cp "$ROOT/docs/kernel/vdsogen-image-64.c" "$SRC/$VDSO_DIR/vdsogen-image-64.c"
+	cp "$ROOT/docs/kernel/vdsogen-image-64.c" "$ROOT/docs/kernel/vdsogen-image-x32.c" \
+		"$ROOT/docs/kernel/vdsogen-image-32.c" "$SRC/$VDSO_DIR/"
+	cp "$ROOT/docs/kernel/linux-6.12/x32.toml" "$ROOT/docs/kernel/linux-6.12/i386.toml" "$SRC/arch/$KARCH/vdsogen/"
 	if ! grep -q 'Makefile.vdsogen' "$VMK"; then
-		say PATCH "$VDSO_DIR/Makefile: vdso-image-64.o and the vdso64.so.dbg rule -> Makefile.vdsogen"
+		say PATCH "$VDSO_DIR/Makefile: the vdso-image-*.o and the rules of vdso*.so.dbg -> Makefile.vdsogen"
 		sed -i -e 's|^obj-\$(CONFIG_X86_64)[[:space:]]*+= vdso-image-64.o$|include $(src)/Makefile.vdsogen|' \
-			-e '/^\$(obj)\/vdso64.so.dbg: \$(obj)\/vdso.lds \$(vobjs) FORCE$/,+1d' "$VMK"
+			-e '/^obj-\$(CONFIG_X86_X32_ABI)[[:space:]]*+= vdso-image-x32.o$/d' \
+			-e 's|^\(obj-\$(CONFIG_COMPAT_32)[[:space:]]*+= \)vdso-image-32.o |\1|' \
+			-e '/^\$(obj)\/vdso\(64\|x32\|32\).so.dbg: \$(obj)\/.*lds .*FORCE$/,+1d' "$VMK"
 	fi
 	;;
 arm64)

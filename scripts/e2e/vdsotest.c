@@ -418,7 +418,8 @@ static void check_timens(void)
 	check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "timens.child", "status 0x%x", status);
 }
 
-#define ALT_ENTRY_SIZE	12	/* Linux 6.1's struct alt_instr */
+/* The image's one struct alt_instr: 12 bytes up to Linux 6.1 (a u16 feature), 14 from 6.2 (u32). */
+#define ALT_ENTRY_SIZE	vdso_alt_len
 typedef long (*getcpu_fn)(unsigned int *cpu, unsigned int *node, void *unused);
 
 /*
