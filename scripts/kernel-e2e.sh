@@ -6,15 +6,17 @@
 # the guest: the kernel's own vDSO selftests built from the same source
 # (vdso_test_abi, vdso_test_correctness, vdso_test_gettimeofday,
 # vdso_test_getcpu; dynamically linked, with the cross glibc in the
-# initramfs), and vdsogen's probe (runner/probe.c, glibc's clocks through
-# the vDSO), which must see vdsogen's build-id and no clock syscall.
+# initramfs), on x86_64 scripts/e2e/vdsotest.c, and vdsogen's probe
+# (runner/probe.c, glibc's clocks through the vDSO), which must see
+# vdsogen's build-id and no clock syscall.
 #
 #   sh scripts/kernel-e2e.sh --arch=FAMILY [--negative]
 #
 # FAMILY: arm64 or x86_64 (the families whose v6.12 data pages vdsogen has a
 # layout for).  --negative then builds the same kernel with a deliberately
-# broken image (the data pages one page further down than the kernel maps
-# them) and requires the guest checks to FAIL.
+# broken image (arm64: the data pages one page lower than the kernel maps
+# them; x86_64: the clock records read where v6.13 keeps them) and requires
+# the guest checks to FAIL.
 #
 # Not part of the test suite: it installs what it needs (linux-source-6.12,
 # the family's qemu-system, the kernel's build dependencies), builds in
@@ -49,9 +51,16 @@ x86_64)
 	GCC_PKG=gcc LIBC_PKG=libc6-dev
 	KIMAGE=arch/x86/boot/bzImage
 	QEMU_ARGS="-accel tcg -cpu max -smp 1 -m 512"
+	# TCG's TSC runs at the host's; given its rate the kernel need not
+	# calibrate it against the PIT, which fails on a loaded host.
 	APPEND="console=ttyS0 tsc=reliable clocksource=tsc no_timer_check"
+	APPEND="$APPEND tsc_early_khz=$(awk '/^cpu MHz/ { print int($4 * 1000); exit }' /proc/cpuinfo)"
 	CONFIG="-e 64BIT -e SERIAL_8250 -e SERIAL_8250_CONSOLE -e X86_IOPL_IOPERM -d KERNEL_XZ -e KERNEL_GZIP"
 	VDSO_DIR=arch/x86/entry/vdso SPEC=x86_64
+	# The kernel maps the pages where the image says (struct vdso_image), so
+	# the break is inside a page: v6.13's layout reads the clock records at
+	# +0 of the vvar page, where v6.12 keeps them at +128.
+	BREAK='/^layout = / { print "layout = \"linux-6.14-x86\"   # broken on purpose"; next } { print }'
 	;;
 arm64)
 	KARCH=arm64 CROSS=aarch64-linux-gnu- TRIPLE=aarch64-linux-gnu QEMU=qemu-system-aarch64
@@ -61,6 +70,8 @@ arm64)
 	APPEND="console=ttyAMA0"
 	CONFIG="-e SERIAL_AMBA_PL011 -e SERIAL_AMBA_PL011_CONSOLE"
 	VDSO_DIR=arch/arm64/kernel/vdso SPEC=arm64
+	# The data pages one page lower than the kernel maps them.
+	BREAK='/^pages = / { print "pages = " $3 + 1 "   # broken on purpose"; next } { print }'
 	;;
 *)
 	echo "kernel-e2e: --arch=FAMILY: arm64 or x86_64 (got '${FAMILY}')" >&2
@@ -87,12 +98,15 @@ cp "$ROOT/docs/kernel/linux-6.12/$SPEC.toml" "$SRC/arch/$KARCH/vdsogen/$SPEC.tom
 case $FAMILY in
 x86_64)
 	cp "$ROOT/docs/Makefile.vdsogen" "$SRC/$VDSO_DIR/Makefile.vdsogen"
-	cp "$ROOT/docs/kernel/vdsogen-image-64.c" "$SRC/$VDSO_DIR/vdsogen-image-64.c"
-	if ! grep -q 'Makefile.vdsogen' "$VMK"; then
-		say PATCH "$VDSO_DIR/Makefile: vdso-image-64.o and the vdso64.so.dbg rule -> Makefile.vdsogen"
-		sed -i -e 's|^obj-\$(CONFIG_X86_64)[[:space:]]*+= vdso-image-64.o$|include $(src)/Makefile.vdsogen|' \
-			-e '/^\$(obj)\/vdso64.so.dbg: \$(obj)\/vdso.lds \$(vobjs) FORCE$/,+1d' "$VMK"
-	fi
+	cp "$ROOT/docs/kernel/vdsogen-image-64.c" "$ROOT/docs/kernel/vdsogen-image-x32.c" \
+		"$ROOT/docs/kernel/vdsogen-image-32.c" "$SRC/$VDSO_DIR/"
+	cp "$ROOT/docs/kernel/linux-6.12/x32.toml" "$ROOT/docs/kernel/linux-6.12/i386.toml" "$SRC/arch/$KARCH/vdsogen/"
+	# Each edit finds nothing to do once made: a tree patched before gets what it lacks.
+	say PATCH "$VDSO_DIR/Makefile: the vdso-image-*.o and the rules of vdso*.so.dbg -> Makefile.vdsogen"
+	sed -i -e 's|^obj-\$(CONFIG_X86_64)[[:space:]]*+= vdso-image-64.o$|include $(src)/Makefile.vdsogen|' \
+		-e '/^obj-\$(CONFIG_X86_X32_ABI)[[:space:]]*+= vdso-image-x32.o$/d' \
+		-e 's|^\(obj-\$(CONFIG_COMPAT_32)[[:space:]]*+= \)vdso-image-32.o |\1|' \
+		-e '/^\$(obj)\/vdso\(64\|x32\|32\).so.dbg: \$(obj)\/.*lds .*FORCE$/,+1d' "$VMK"
 	;;
 arm64)
 	cp "$ROOT/docs/kernel/arm64/Makefile.vdsogen" "$SRC/$VDSO_DIR/Makefile.vdsogen"
@@ -126,13 +140,20 @@ for opt in HZ=250 SECCOMP_FILTER=y TIME_NS=y BLK_DEV_INITRD=y DEVTMPFS=y; do
 done
 
 # -- build: vdsogen runs from the kernel's own Makefile ------------------------------
-# --negative: the same spec with its data pages one page lower than the kernel maps them.
+# --negative: the same spec, broken as $BREAK says.
 SPECS=$SRC/arch/$KARCH/vdsogen
 if [ -n "$NEGATIVE" ]; then
 	SPECS=$CACHE/negative-specs
 	mkdir -p "$SPECS"
-	awk '/^pages = / { print "pages = " $3 + 1 "   # broken on purpose"; next } { print }' \
-		"$ROOT/docs/kernel/linux-6.12/$SPEC.toml" > "$SPECS/$SPEC.toml"
+	awk "$BREAK" "$ROOT/docs/kernel/linux-6.12/$SPEC.toml" > "$SPECS/$SPEC.toml"
+	cmp -s "$SPECS/$SPEC.toml" "$ROOT/docs/kernel/linux-6.12/$SPEC.toml" && { echo "kernel-e2e: nothing broken" >&2; exit 1; }
+fi
+# The fragments run vdsogen when an input is newer than its outputs, not when
+# make's command line names other specs: switching between the negative
+# control and the real build, drop vdsogen's outputs.
+if [ "$(cat "$CACHE/specs-used" 2>/dev/null)" != "$SPECS" ]; then
+	rm -rf "$OBJ/$VDSO_DIR"/vdsogen*
+	echo "$SPECS" > "$CACHE/specs-used"
 fi
 say MAKE "$KIMAGE with -j$JOBS in $OBJ${NEGATIVE:+ (negative control: $SPECS)}"
 start=$(date +%s)
@@ -155,6 +176,11 @@ for t in vdso_test_abi vdso_test_gettimeofday vdso_test_getcpu; do
 	$CC -std=gnu99 -O2 -I"$ST" "$ST/parse_vdso.c" "$ST/$t.c" -o "$T/t/$t"
 done
 $CC -std=gnu99 -O2 -I"$ST" "$ST/vdso_test_correctness.c" -ldl -o "$T/t/vdso_test_correctness"
+if [ "$FAMILY" = x86_64 ]; then
+	# x86-64's own check: build-id, offsets, no clock syscall, time namespaces, alternatives, getcpu.
+	gcc -static -O2 -Wall -Wextra -Werror -I"$OBJ/$VDSO_DIR/vdsogen" -DVDSOGEN_BUILD_ID="\"$BUILD_ID\"" \
+		"$ROOT/scripts/e2e/vdsotest.c" -o "$T/t/vdsogen_vdsotest"
+fi
 # Their C library: the loader at the path the programs name, the libraries in /lib.
 INTERP=$(readelf -l "$T/t/vdso_test_abi" | sed -n 's/.*interpreter: \(.*\)]/\1/p')
 SYSROOT=/usr/$TRIPLE/lib

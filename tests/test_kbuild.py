@@ -71,8 +71,11 @@ all: $(addprefix $(obj)/,$(obj-y))
 $(obj)/%.o: $(src)/%.c
 	$(call cmd,cc_o_c)
 
+vdso-install-$(CONFIG_X86_64) += $(obj)/vdso64.so.dbg
+vdso-install-$(CONFIG_X86_X32_ABI) += $(obj)/vdsox32.so.dbg
+vdso-install-$(CONFIG_COMPAT_32) += $(obj)/vdso32.so.dbg
 vdso_install:
-	@$(MAKE) -f $(srctree)/vdsoinst.mk INSTALL_FILES=$(obj)/vdso64.so.dbg
+	@$(foreach f,$(vdso-install-y),$(MAKE) -f $(srctree)/vdsoinst.mk INSTALL_FILES=$(f) &&) true
 
 .PHONY: all vdso_install
 """
@@ -330,3 +333,54 @@ def test_arm64_glue_replaces_the_image_and_its_offsets(arm64_tree):
     again = make(t, "CROSS_COMPILE=aarch64-linux-gnu-")
     assert again.stdout.strip() == "make: Nothing to be done for 'all'.", again.stdout + again.stderr
     assert make(t, "-q", "CROSS_COMPILE=aarch64-linux-gnu-").returncode == 0
+
+
+# What the 32-bit kernel code reads of vdso_image_32 (vdso32-setup.c, the
+# 32-bit signal frames, the int $0x80 return path).
+CHECK32_C = r"""
+#include <stdio.h>
+#include <asm/vdso.h>
+
+extern const struct vdso_image vdso_image_32, vdso_image_x32;
+
+int main(void)
+{
+	const struct vdso_image *i = &vdso_image_32, *x = &vdso_image_x32;
+
+	printf("%ld %ld %ld %ld %ld %ld %ld %lu %lu\n", i->sym___kernel_vsyscall, i->sym_int80_landing_pad,
+	       i->sym___kernel_sigreturn, i->sym___kernel_rt_sigreturn, i->sym_vdso32_sigreturn_landing_pad,
+	       i->sym_vdso32_rt_sigreturn_landing_pad, x->sym_vvar_start, i->size % 4096 + x->size % 4096,
+	       ((unsigned long)i->data | (unsigned long)x->data) % 4096);
+	return 0;
+}
+"""
+
+
+def test_compat_images_x32_and_i386(tree, tmp_path):
+    """CONFIG_X86_X32_ABI and CONFIG_COMPAT_32: vdsogen's x32 and i386 images,
+    built with the 64-bit kernel's gcc, their struct vdso_image, vdso_install."""
+    config = tree / ".config"
+    config.write_text(config.read_text() + "CONFIG_X86_X32_ABI=y\nCONFIG_COMPAT_32=y\n")
+    for spec in ("x32", "i386"):
+        shutil.copy(ROOT / "docs" / "kernel" / "linux-6.12" / f"{spec}.toml", tree / "arch" / "x86" / "vdsogen")
+    for image in ("32", "x32"):
+        shutil.copy(ROOT / "docs" / "kernel" / f"vdsogen-image-{image}.c", tree / VDSO)
+    built(tree)
+    main = tmp_path / "check32.c"
+    main.write_text(CHECK32_C)
+    exe = tmp_path / "check32"
+    subprocess.run(["gcc", "-no-pie", "-Wall", "-Werror", f"-I{tree / 'include'}", str(main),
+                    str(tree / VDSO / "vdsogen-image-32.o"), str(tree / VDSO / "vdsogen-image-x32.o"),
+                    "-o", str(exe)], check=True)
+    got = [int(v) for v in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()]
+    i386 = ElfImage(str(tree / VDSO / "vdsogen32" / "vdso.so.dbg"))
+    assert b"GCC:" in bytes(i386.section_bytes(i386.section(".comment")))
+    sym = {s.name: s.value for s in i386.symtab if s.defined}
+    assert got[:6] == [sym[n] for n in ("__kernel_vsyscall", "int80_landing_pad", "__kernel_sigreturn",
+                                         "__kernel_rt_sigreturn", "vdso32_sigreturn_landing_pad",
+                                         "vdso32_rt_sigreturn_landing_pad")]
+    assert got[6:] == [-4 * 4096, 0, 0]
+    lib = tmp_path / "modlib"
+    built(tree, "vdso_install", f"MODLIB={lib}")
+    for name, out in (("vdso64.so", "vdsogen"), ("vdsox32.so", "vdsogenx32"), ("vdso32.so", "vdsogen32")):
+        assert (lib / "vdso" / name).read_bytes() == (tree / VDSO / out / "vdso.so.dbg").read_bytes(), name

@@ -1,7 +1,8 @@
 /*
- * /init of the kernel end-to-end test (scripts/kernel-e2e.sh): a static
- * program that checks, inside the booted kernel, that the vDSO the kernel
- * maps is vdsogen's and that it answers from the data pages.
+ * x86-64's own check in the kernel end-to-end test (scripts/kernel-e2e.sh
+ * --arch=x86_64, run by scripts/e2e/init.c beside the kernel's selftests): a
+ * static program that checks, inside the booted kernel, that the vDSO the
+ * kernel maps is vdsogen's and that it answers from the data pages.
  *
  *   - AT_SYSINFO_EHDR's image carries the build-id of the image vdsogen
  *     built (VDSOGEN_BUILD_ID), and its symbols sit at the offsets
@@ -417,7 +418,8 @@ static void check_timens(void)
 	check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "timens.child", "status 0x%x", status);
 }
 
-#define ALT_ENTRY_SIZE	12	/* Linux 6.1's struct alt_instr */
+/* The image's one struct alt_instr: 12 bytes up to Linux 6.1 (a u16 feature), 14 from 6.2 (u32). */
+#define ALT_ENTRY_SIZE	vdso_alt_len
 typedef long (*getcpu_fn)(unsigned int *cpu, unsigned int *node, void *unused);
 
 /*
