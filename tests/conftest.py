@@ -14,6 +14,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# A kernel build's CC=, LD= and OBJCOPY= pick vdsogen's tools; the suite
+# chooses them by CROSS_COMPILE= and LLVM= only (its tests that set them say so).
+for _var in ("CC", "LD", "OBJCOPY"):
+    os.environ.pop(_var, None)
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
