@@ -119,7 +119,8 @@ int map_image(const char *path)
 	 * builds it) is mapped unguarded too: the driver says so
 	 * (VDSOGEN_HARNESS_UNGUARDED).
 	 */
-	h_text_unbuilt = unbuilt;
+	/* A kernel's image (VDSOGEN_HARNESS_KERNELS) needs no landing pad then; vdsogen's, built for BTI, do. */
+	h_text_unbuilt = unbuilt && getenv("VDSOGEN_HARNESS_KERNELS") != NULL;
 	if (unbuilt)
 		printf("# the image is not built for BTI: mapped unguarded, as a kernel without BTI maps it\n");
 	else if (mprotect(h_text, text_len, PROT_READ | PROT_EXEC | PROT_BTI) == 0)

