@@ -234,6 +234,31 @@ def measure_corpus(work: Path) -> list:
         "::",
         "",
         "    " + audit[-1],
+        "",
+        *_harness_corpus(),
+    ]
+
+
+def _harness_corpus() -> list:
+    """The harness on every kernel image of the corpus (vdsogen.harness.corpus, scripts/harness-corpus.sh)."""
+    from vdsogen.harness import corpus
+
+    out = io.StringIO()
+    corpus.run(CACHE, stream=out, rst=True)
+    return [
+        "The harness on the corpus",
+        "-------------------------",
+        "",
+        "``vdsogen test --image`` on each kernel image (``scripts/harness-corpus.sh``):",
+        "the layout it played, picked by the image's Linux version note (and the",
+        "page size where the image's code reads its pages at another than the",
+        "spec's), the checks passed and failed, and each failed check.  An image",
+        "vdsogen did not build is held to what its own kernel's vDSO does where",
+        "vdsogen's images promise more (``vdsogen/harness/linux.toml``).  Images",
+        "of an ABI whose counter qemu-user cannot read run only on a booted",
+        "kernel (``scripts/kernel-harness.sh``).",
+        "",
+        *out.getvalue().rstrip("\n").splitlines(),
     ]
 
 

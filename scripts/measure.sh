@@ -5,7 +5,8 @@
 #   images    vdso.so bytes of every target, default toolchain  (seconds)
 #   harness   harness checks passed per target, `vdsogen test` time  (minutes)
 #   corpus    Debian's images next to vdsogen's: sizes, hot-path counts,
-#             the corpus audit.  Opt-in: needs scripts/fetch-real-vdso.sh first
+#             the corpus audit, the harness on each image (minutes).
+#             Opt-in: needs scripts/fetch-real-vdso.sh first
 #   bench     ns per call against the running kernel's vDSO, x86_64 with
 #             clang and gcc (RUNS=7 runs each).  Opt-in: a minute, idle machine
 #
