@@ -24,11 +24,13 @@ MIPS = [n for n in TARGETS if n.startswith("mips-")]
 RDHWR_V0_COUNT = 0x7C02103B                 # rdhwr $2, $2
 # (OUTPUT_FORMAT, e_flags, exports) of each ABI, as Linux builds it.
 ABIS = {
-    "mips-o32": ("elf32-trad{}mips", 0x70001007, 4),
-    "mips-n32": ("elf32-ntrad{}mips", 0x80000027, 4),
+    "mips-o32": ("elf32-trad{}mips", 0x70001007, 5),
+    "mips-n32": ("elf32-ntrad{}mips", 0x80000027, 5),
     "mips-n64": ("elf64-trad{}mips", 0x80000007, 3),
 }
-EXPORTS = ["__vdso_clock_gettime", "__vdso_gettimeofday", "__vdso_clock_getres", "__vdso_clock_gettime64"]
+# n64 has the first three; o32 and n32 the time64 ones too (clock_getres_time64 since Linux 7.0).
+EXPORTS = ["__vdso_clock_gettime", "__vdso_gettimeofday", "__vdso_clock_getres", "__vdso_clock_gettime64",
+           "__vdso_clock_getres_time64"]
 DT_MIPS_LOCAL_GOTNO, DT_MIPS_SYMTABNO, DT_MIPS_GOTSYM = 0x7000000A, 0x70000011, 0x70000013
 
 

@@ -34,7 +34,7 @@ def test_linux_export_set_and_no_relocation(tc, images):
     assert e.header.e_machine == "EM_RISCV" and e.header.e_flags == 1   # RVC, soft-float ABI, as Linux
     names = {n for n, s in dynsym(so).items() if s["st_shndx"] != "SHN_UNDEF" and s["st_info"]["type"] == "STT_FUNC"}
     assert names == {"__vdso_rt_sigreturn", "__vdso_gettimeofday", "__vdso_clock_gettime", "__vdso_clock_getres",
-                     "__vdso_getcpu", "__vdso_flush_icache", "__vdso_riscv_hwprobe"}
+                     "__vdso_getcpu", "__vdso_flush_icache", "__vdso_riscv_hwprobe", "__vdso_getrandom"}
     assert not [s.name for s in e.iter_sections() if s["sh_type"] in ("SHT_REL", "SHT_RELA")]
     loads = [p for p in e.iter_segments() if p["p_type"] == "PT_LOAD"]
     assert [(p["p_offset"], p["p_flags"]) for p in loads] == [(0, 5)]
