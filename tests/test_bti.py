@@ -74,7 +74,7 @@ def test_a_partly_padded_image_names_the_exports_without(built, tmp_path):
     _target, path = _without_pads(built, tmp_path, {"__kernel_gettimeofday"})
     found = [f for f in audit_path(str(path)).findings if f.rule == "N007"]
     assert [f.where.split()[0] for f in found] == ["__kernel_gettimeofday"]
-    assert "__kernel_clock_gettime, __kernel_clock_getres begin with a bti" in found[0].message
+    assert "__kernel_clock_gettime, __kernel_clock_getres, __kernel_getrandom begin with a bti" in found[0].message
 
 
 def _property_desc(bits, pr_type=0xC0000000):

@@ -145,9 +145,9 @@ def test_a_broken_trampoline_fails_check(image, tmp_path):
         (specs / "arch").rmdir()
 
 
-def test_no_llvm(image):
+def test_no_llvm(image, tmp_path):
     specs, _ = image
-    r = vdsogen("build", f"--specs={specs}", "--arch=sh4", "--out=/nonexistent", env={"LLVM": "-19"})
+    r = vdsogen("build", f"--specs={specs}", "--arch=sh4", f"--out={tmp_path / 'out'}", env={"LLVM": "-19"})
     assert r.returncode != 0 and "LLVM has no backend for the sh4 ABI" in r.stderr, r.stderr
 
 
