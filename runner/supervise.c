@@ -20,7 +20,9 @@
  * mapping [anon:NAME] at most), by a mmap the tracee is made to issue itself (a syscall
  * instruction written over its next instruction, with an int3 behind it, then
  * both put back), and needs the pages after the kernel's vDSO
- * free.  DATA_BYTES is the size of the data pages the image expects below it:
+ * free.  Where they are not, the image's PT_LOADs (all a program reads of it)
+ * go into the [vdso] if they fit, without the section headers after them, and
+ * one line on standard error says so.  DATA_BYTES is the size of the data pages the image expects below it:
  * the kernel's own ([vvar] and [vvar_vclock]) must add up to it, else the
  * process is refused.
  *
@@ -133,6 +135,7 @@ static const char *prog = "vdsogen run";
  */
 static unsigned char *image;
 static size_t image_size;		/* page-rounded */
+static size_t load_size;		/* its PT_LOADs' part, page-rounded */
 static int image_class, image_machine;
 static size_t data_bytes;
 
@@ -205,6 +208,7 @@ static void load_image(const char *path)
 		CHECK_SEGMENTS(Elf32_Ehdr, Elf32_Phdr);
 	if (!end || end > (64UL << 20))
 		die("%s: no usable PT_LOAD segments", path);
+	load_size = (end + PAGE - 1) & ~(PAGE - 1);
 	if (end < (size_t)st.st_size)
 		end = st.st_size;
 	image_size = (end + PAGE - 1) & ~(PAGE - 1);
@@ -421,9 +425,25 @@ static void substitute(pid_t pid)
 		refuse(pid, "process %d: the kernel's data pages below its vDSO take %lu bytes, the image expects %zu",
 		       pid, lo - data_lo, data_bytes);
 	end = lo + image_size;
-	if (end > hi && end > next)
-		refuse(pid, "process %d: the image (%zu bytes) does not fit where the kernel's vDSO (%lu bytes) is: "
-		    "the next mapping starts at 0x%lx", pid, image_size, hi - lo, next);
+	if (end > hi && end > next) {
+		/*
+		 * The whole file fits neither in the kernel's [vdso] nor with the pages
+		 * after it: its PT_LOADs' part (all the program sees, as mapped before the
+		 * whole file was) goes into the [vdso], without what the file has after it
+		 * (section headers), said once per run.
+		 */
+		static int said;
+
+		if (lo + load_size > hi)
+			refuse(pid, "process %d: the image (%zu bytes, %zu of them loaded) does not fit where the kernel's "
+			       "vDSO (%lu bytes) is: the next mapping starts at 0x%lx", pid, image_size, load_size, hi - lo,
+			       next);
+		if (!said++)
+			fprintf(stderr, "%s: the image (%zu bytes) is larger than the kernel's [vdso] (%lu bytes), "
+				"which a mapping follows: its loaded part (%zu bytes) is mapped, without the section headers "
+				"after it\n", prog, image_size, hi - lo, load_size);
+		end = lo + load_size;
+	}
 
 	if (end <= hi) {
 		/*
@@ -435,7 +455,7 @@ static void substitute(pid_t pid)
 
 		if (!whole)
 			refuse(pid, "out of memory");
-		memcpy(whole, image, image_size);
+		memcpy(whole, image, end - lo);
 		if (mem_io(pid, 1, lo, whole, hi - lo) != 0)
 			refuse(pid, "process %d: writing the image into its [vdso] failed: %s", pid, strerror(errno));
 		free(whole);

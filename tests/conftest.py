@@ -144,6 +144,16 @@ def vdsogen(*args, env=None, cwd=None):
                           capture_output=True, text=True, timeout=300)
 
 
+# The line `vdsogen run` says where the kernel's [vdso] (2 pages on some kernels, a mapping right
+# after it) holds only the image's loaded part (runner/supervise.c, substitute()).
+LOADED_PART_ONLY = "which a mapping follows: its loaded part ("
+
+
+def program_stderr(text):
+    """`vdsogen run`'s stderr without the line that says only the image's loaded part is mapped."""
+    return "".join(line for line in text.splitlines(keepends=True) if LOADED_PART_ONLY not in line)
+
+
 def run_cli(root, *args):
     """vdsogen on the tree at root (a project_copy), through VDSOGEN_ROOT."""
     return vdsogen(*args, env={"VDSOGEN_ROOT": str(root)})

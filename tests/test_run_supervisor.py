@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import isolated_run_cache
+from conftest import isolated_run_cache, program_stderr
 from vdsogen.elf.reader import ElfImage
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,7 +113,7 @@ class Counter:
     def finish(self):
         (self.dir / "done").touch()
         out, err = self.proc.communicate(timeout=DEADLINE)
-        return self.proc.returncode, err
+        return self.proc.returncode, program_stderr(err)
 
     def kill(self):
         if self.proc.poll() is None:
@@ -180,7 +180,7 @@ def test_what_the_program_leaves_running_ends_with_it(tmp_path):
     pid = int(pidfile.read_text())
     try:
         assert proc.returncode == 3, proc.stderr
-        lines = proc.stderr.strip().splitlines()
+        lines = program_stderr(proc.stderr).strip().splitlines()
         assert len(lines) == 1 and "left running" in lines[0] and "killed" in lines[0], proc.stderr
         until("gone with the supervisor", lambda: gone(pid), timeout=10)
     finally:
@@ -288,7 +288,7 @@ def test_a_layout_whose_time_page_is_not_backed_is_refused_in_one_line(tmp_path)
                                                                       for b in blocks))
     proc = vdsogen("run", "--arch=x86_64", f"--specs={specs}", "--", "true")
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
+    lines = program_stderr(proc.stderr).strip().splitlines()
     assert len(lines) == 1 and "moved-x86" in lines[0] and f"page {index}" in lines[0], proc.stderr
 
 
