@@ -272,6 +272,11 @@ SNIPPETS = {
     # i386: after 0x66, jcc has a rel16; after 0x67, a VEX instruction has 16-bit addressing.
     "i386": ("i386-linux-gnu", "", ".byte 0x66, 0x0f, 0x84, 0x02, 0x00; nop; nop; "
                                    ".byte 0x67, 0xc5, 0xc9, 0x5f, 0x3e, 0xab, 0x2f; ret"),
+    # x86-64: llvm-objdump decodes a lock that begins an instruction, and an F2/F3 that is
+    # xacquire/xrelease, as instructions of their own (the robust-futex unlock's lock cmpxchg).
+    "x86_64": ("x86_64-linux-gnu", "", ".byte 0xf0, 0x0f, 0xb1, 0x0f; .byte 0x66, 0xf0, 0x0f, 0xb1, 0x0f; "
+                                       ".byte 0xf2, 0xf0, 0x83, 0x00, 0x01; .byte 0x66, 0xf3, 0xf0, 0x83, 0x00, 0x01; "
+                                       ".byte 0xf3, 0x89, 0x07; .byte 0xf3, 0x90; .byte 0xf3, 0x48, 0xa5; ret"),
     # Thumb: after IT the flow goes on past a conditional return (bxeq, popgt).
     "thumb": ("armv7a-linux-gnueabi", ".syntax unified; .thumb; .thumb_func",
               "cmp r0, #0; it eq; bxeq lr; itte ne; movne r0, #1; addne.w r1, r1, #300; moveq r0, #3; "

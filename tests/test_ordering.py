@@ -151,9 +151,15 @@ def test_one_address_in_two_encodings():
     assert riscv.load_address((0x4298).to_bytes(2, "little"), None, "little")[:2] == (13, 0)       # c.lw a4, 0(a3)
 
 
+# The ISAs K009 does not judge: x86 and s390 (and SPARC V9, which Linux runs in TSO) do not
+# reorder loads with loads; Linux's PA-RISC vDSO reads no data page and its SH vDSO has no time
+# data (vdsogen/isa/parisc.py, sh.py): nothing to judge.
+NOT_JUDGED = ("x86", "s390", "sparc", "parisc", "sh")
+
+
 def test_strongly_ordered_isas_are_not_judged():
     for e_machine, arch in registry().items():
-        weak = arch.name not in ("x86", "s390")
+        weak = arch.name not in NOT_JUDGED
         assert (arch.read_barrier is not None) == weak, arch.name
         assert (arch.load_address is not None) == weak, arch.name
     assert for_machine(62).read_barrier is None           # EM_X86_64

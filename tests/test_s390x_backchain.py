@@ -25,7 +25,7 @@ from vdsogen.isa import s390
 from vdsogen.spec.model import load_target
 
 TOOLCHAINS = {"clang": {}, "gnu": {"CROSS_COMPILE": "s390x-linux-gnu-"}}
-ENTRIES = 4          # __kernel_gettimeofday, _clock_gettime, _clock_getres, _getcpu
+ENTRIES = 5          # __kernel_gettimeofday, _clock_gettime, _clock_getres, _getcpu, _getrandom
 
 
 def frames(path):

@@ -113,7 +113,7 @@ def read(path: str) -> Facts:
         era = version_of(img)
         versions = [v.name for v in verdefs if not v.flags & 1]
         # The code walks charge the image's work budget too: a real image needs
-        # a few thousand units of its 60000 (i386's, the most: about 2300).
+        # a few thousand units of its 200000 (ppc64le's .so, the most: about 3100).
         data = data_offsets(img, tuple(t.name for t in a.trampolines))
         return Facts(path, a, show(era) if era else None, exports, versions, soname, img.e_flags, _notes(img),
                      consumers, _trampolines(img, a), data, _hotpaths(img), size_of(img, a))

@@ -49,6 +49,22 @@ def _modrm_len(code: Code, i: int, addr32: bool, long_mode: bool) -> int:
     return n + (1 if mod == 1 else 4)
 
 
+def _prefix_alone(code: Code, i: int, start: int) -> bool:
+    """The prefix at code[i] ends an instruction of its own, as LLVM's disassembler
+    (llvm-objdump) decodes it: a lock (F0) that is the instruction's first byte
+    (`lock` then `cmpxchgl ...`), and an F2/F3 that is xacquire/xrelease (before a
+    lock, an xchg, or F3 before a mov to memory), with the prefixes before it."""
+    byte = code[i]
+    if byte == 0xF0:
+        return i == start
+    if byte not in (0xF2, 0xF3) or i + 1 >= len(code):
+        return False
+    nxt = code[i + 1]
+    if nxt == 0xF0 or nxt & 0xFE == 0x86 or (nxt & 0xF8 == 0x90 and not (byte == 0xF3 and nxt == 0x90)):
+        return True
+    return byte == 0xF3 and nxt in (0x88, 0x89, 0xC6, 0xC7)
+
+
 def x86_insn(code: Code, i: int, addr: int, long_mode: bool) -> Insn | None:
     """The instruction at code[i] (address addr); None for one invalid in 64-bit code.
     IndexError or KeyError where it runs past the code."""
@@ -56,6 +72,8 @@ def x86_insn(code: Code, i: int, addr: int, long_mode: bool) -> Insn | None:
     opsize16 = addr16 = False
     rex_w = False
     while code[i] in X86_PREFIXES:
+        if _prefix_alone(code, i, start):
+            return Insn(i + 1 - start, SEQ)
         opsize16 |= code[i] == 0x66
         addr16 |= code[i] == 0x67
         i += 1

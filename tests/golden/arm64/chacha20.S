@@ -19,6 +19,7 @@
  * the 8) do them.
  */
 	.text
+	.arch_extension fp		/* fmov: clang-14 with -mgeneral-regs-only disables fp for .S too */
 	.arch_extension simd
 	.p2align 4
 	.globl	__arch_chacha20_blocks_nostack
