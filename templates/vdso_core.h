@@ -69,13 +69,23 @@
  * constant time data would take the arguments in other registers, and the
  * hot path would pay for the shuffle.
  */
+/*
+ * A spec that aligns hot code wide (x86_64's -falign-functions=64) asks less
+ * of cold code with -DVDSO_COLD_ALIGN=N: clang pads every function to the
+ * flag's width unless it carries an alignment of its own.
+ */
+#ifdef VDSO_COLD_ALIGN
+#define __vdso_cold_align	__attribute__((__aligned__(VDSO_COLD_ALIGN)))
+#else
+#define __vdso_cold_align
+#endif
 #if defined(__has_attribute) && !defined(__vdso_cold)	/* vdso_arch.h may define it */
 #if __has_attribute(__noipa__)
-#define __vdso_cold	__attribute__((__noipa__, __cold__))
+#define __vdso_cold	__attribute__((__noipa__, __cold__)) __vdso_cold_align
 #endif
 #endif
 #ifndef __vdso_cold
-#define __vdso_cold	__attribute__((__noinline__, __cold__))
+#define __vdso_cold	__attribute__((__noinline__, __cold__)) __vdso_cold_align
 #endif
 
 /* How a read from the data page ended. */

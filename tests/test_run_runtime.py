@@ -106,6 +106,15 @@ def test_image_is_mapped_whole_as_vdso(built, tmp_path):
     assert audit.returncode != 0 and "section headers" in audit.stdout + audit.stderr, audit.stdout + audit.stderr
 
 
+@pytest.mark.parametrize("env", [{}, {"CC": "gcc"}], ids=["clang", "gcc"])
+def test_x86_64_image_fits_two_pages(env, built_with):
+    """x86_64's image, section headers and all, fits the two pages Linux's own takes (7392 bytes in
+    7.2), so that `run` can write it whole into a kernel's [vdso]: x86_64's -falign-functions=64 is
+    for its hot code, and the cold paths ask 16 bytes (VDSO_COLD_ALIGN)."""
+    so = built_with("x86_64", env)[1]
+    assert so.stat().st_size <= 2 * PAGE, so.stat().st_size
+
+
 def as_kernels(so, dest, version=(7, 2, 13)):
     """A copy of a vdsogen image as a kernel's would be: no notes of owner "vdsogen" (renamed), and a
     Linux version note naming `version`."""
