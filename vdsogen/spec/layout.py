@@ -75,6 +75,10 @@ class Page:
     role: str
     struct: str | None
     symbol: str | None
+    # Where its struct starts in the page, for a role an earlier page plays as well
+    # (`same_as`) at a member of that page's struct (`at`): riscv's hwprobe data at +240
+    # of v6.12's first clock record.  0 for every page of its own.
+    offset: int = 0
 
 
 @dataclass(frozen=True)
@@ -162,7 +166,8 @@ class Layout:
             out.append(f"struct {st.name} size {st.size} align {st.align}")
             out += [f"struct {st.name} member {f.name} {f.type}[{f.count}] at {f.offset}" +
                     (f" bits {f.bits}" if f.bits else "") for f in st.fields]
-        out += [f"page {p.index} {p.role} {p.struct} {p.symbol}" for p in self.pages]
+        out += [f"page {p.index} {p.role} {p.struct} {p.symbol}" + (f" at {p.offset}" if p.offset else "")
+                for p in self.pages]
         out += [f"access {k} {v}" for k, v in sorted(self.access.items())]
         return out
 
@@ -284,12 +289,16 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
             if struct is not None and struct not in structs:
                 pt.error("struct", f"unknown struct {struct!r}")
             symbol = pt.ident("symbol", None)
-            # A role an earlier page plays as well (powerpc's arch data shares the time page before v6.15).
+            # A role an earlier page plays as well (powerpc's arch data shares the time page before v6.15),
+            # its struct at the start of that page or, with `at`, at a member of that page's struct.
             same_as = pt.str("same_as", None, choices=PAGE_ROLES)
+            at = pt.str("at", None)
             pt.done()
             if role != "reserved" and any(p.role == role for p in page_list):
                 pt.error("role", f"role {role!r} given to two pages")
             if same_as is None:
+                if at is not None:
+                    pt.error("at", "only a role that shares an earlier page (same_as) sits at a member of it")
                 page_list.append(Page(index, role, struct, symbol))
                 index += 1
                 continue
@@ -298,7 +307,10 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
                 pt.error("same_as", f"no earlier page plays {same_as!r}")
             if symbol is not None and symbol != host.symbol:
                 pt.error("symbol", f"the {same_as} page's symbol is {host.symbol!r}: a page has one")
-            page_list.append(Page(host.index, role, struct or host.struct, host.symbol))
+            offset = 0
+            if at is not None:
+                offset, struct = _member_at(pt, structs, host, struct, at)
+            page_list.append(Page(host.index, role, struct or host.struct, host.symbol, offset))
         pages = tuple(page_list)
     else:
         pages = base.pages
@@ -325,6 +337,34 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
 
     layout = _check_access(path, name, description, tuple(structs.values()), pages, time_page, access)
     return replace(layout, linux=linux, abis=abis)
+
+
+def _member_at(pt: Table, structs: dict, host: Page, struct: str | None, at: str) -> tuple[int, str]:
+    """The offset in the host page of member path `at` of its struct, and the member's
+    struct, which must be the page's `struct` where it names one: ("vdso_data[0].arch_data"
+    of v6.12's riscv time page: 240, "arch_vdso_data")."""
+    if host.struct is None:
+        pt.error("at", f"the {host.role} page has no struct to hold {at!r}")
+    offset, st, ftype = 0, structs[host.struct], host.struct
+    for part in at.split("."):
+        name, _, index = part.partition("[")
+        if st is None:
+            pt.error("at", f"{at!r}: a {ftype} has no members")
+        f = st.field(name)
+        if f is None:
+            pt.error("at", f"{at!r}: struct {st.name} has no member {name!r}")
+        offset += f.offset
+        if index:
+            i = index.rstrip("]")
+            if not f.is_array or not i.isdigit() or int(i) >= f.count:
+                pt.error("at", f"{at!r}: bad index in {part!r}")
+            offset += int(i) * (f.size // f.count)
+        elif f.is_array:
+            pt.error("at", f"{at!r}: {name} is an array: say which element")
+        st, ftype = structs.get(f.type), f.type
+    if st is None or (struct is not None and ftype != struct):
+        pt.error("at", f"{at!r} is a {ftype}, not the page's struct {struct or '(none given)'}")
+    return offset, ftype
 
 
 def _linux_range(top):

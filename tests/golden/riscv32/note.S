@@ -24,7 +24,7 @@
 	.long	2			/* type: data pages */
 1:	.asciz	"vdsogen"
 2:	.balign	4
-3:	.asciz	"linux-6.17-riscv b397f67454250df9 4096x4 tick 4000000"
+3:	.asciz	"linux-6.17-riscv ed7def26fc029e91 4096x4 tick 4000000"
 4:	.balign	4
 
 	.section .note.GNU-stack, "", %progbits

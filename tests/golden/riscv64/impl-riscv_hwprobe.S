@@ -3,7 +3,7 @@
  * by vdsogen.  The kernel keeps the answers for all CPUs in the arch page
  * (vdso_arch_data): when the caller asks about every CPU (cpus NULL and
  * cpusetsize 0, or any set while the CPUs are all alike) with no flag, and
- * the kernel has marked the page ready, each pair's key 0..14 gets its
+ * the kernel has marked the page ready, each pair's key 0..13 gets its
  * value from there and any other key becomes -1 with value 0.  With the
  * flag RISCV_HWPROBE_WHICH_CPUS alone, a non-empty set and alike CPUs, it
  * says from there which CPUs of the set have every pair (Linux's
@@ -25,13 +25,13 @@ __vdso_riscv_hwprobe:
 	bnez	t1, 7f			/* RISCV_HWPROBE_WHICH_CPUS */
 	bnez	a4, 4f			/* another flag: the syscall */
 	lla	t0, vdso_u_arch_data
-	lbu	t1, 121(t0)		/* ready */
+	lbu	t1, 113(t0)		/* ready */
 	beqz	t1, 4f
 	or	t1, a2, a3
 	beqz	t1, 1f			/* every CPU */
-	lbu	t1, 120(t0)		/* homogeneous_cpus */
+	lbu	t1, 112(t0)		/* homogeneous_cpus */
 	beqz	t1, 4f
-1:	li	t3, 14			/* the highest key the page answers */
+1:	li	t3, 13			/* the highest key the page answers */
 	beqz	a1, 3f
 2:	ld	t1, 0(a0)		/* key */
 	bgtu	t1, t3, 5f		/* unsigned: negative keys too */
@@ -56,7 +56,7 @@ __vdso_riscv_hwprobe:
 	li	t1, 1
 	bne	a4, t1, 4b		/* with another flag: the syscall */
 	lla	t0, vdso_u_arch_data
-	lbu	t1, 120(t0)		/* homogeneous_cpus */
+	lbu	t1, 112(t0)		/* homogeneous_cpus */
 	beqz	t1, 4b			/* CPUs that differ: the syscall */
 	mv	t2, a3
 	add	t3, a3, a2
@@ -66,8 +66,8 @@ __vdso_riscv_hwprobe:
 	bltu	t2, t3, 9b
 	j	4b
 10:	li	t4, 0			/* a pair no CPU has */
-	li	t3, 14			/* the highest key the page answers */
-	li	t5, 0x6838		/* the bitmask keys */
+	li	t3, 13			/* the highest key the page answers */
+	li	t5, 0x2838		/* the bitmask keys */
 	beqz	a1, 14f
 11:	ld	t1, 0(a0)		/* key */
 	bgtu	t1, t3, 13f		/* unsigned: negative keys too */
