@@ -1,5 +1,6 @@
 #!/bin/sh
-# The harness on a real kernel: Debian bookworm's stock linux-image (6.1)
+# The harness on a real kernel: Debian bookworm's stock linux-image (6.1;
+# --suite=trixie: 6.12, --suite=sid: unstable's)
 # for the ABI, booted under qemu-system (TCG) with two CPUs and an
 # initramfs whose /init (scripts/e2e/harness-init.c) prints what the getcpu
 # syscall says on each CPU, runs the vdsogen harness on a vdsogen-built
@@ -28,8 +29,12 @@
 #            (rdhwr $2, the CP0 Count) the kernel's.  o32 and n32 boot the
 #            n64 kernel, as arm64-compat does the arm64 one
 #
-#   sh scripts/kernel-harness.sh [--image=FILE] [--dry-run] [ppc64le|s390x|arm64|arm64-compat|arm|mips-n64|mips-o32|mips-n32]
+#   sh scripts/kernel-harness.sh [--image=FILE] [--suite=SUITE] [--dry-run] [ppc64le|s390x|arm64|arm64-compat|arm|mips-n64|mips-o32|mips-n32]
 #
+# --suite=SUITE  boots the kernel of Debian SUITE: bookworm (the default),
+#            trixie or sid (where it has one for the ABI: no MIPS after
+#            bookworm).  Its cache is $VDSOGEN_KERNEL_CACHE/SUITE/ABI
+#            (bookworm's: $VDSOGEN_KERNEL_CACHE/ABI).
 # --image=FILE  runs the harness on FILE (a real Linux image, one that
 #            scripts/fetch-real-vdso.sh carved) instead of vdsogen's image,
 #            as `vdsogen test --image FILE` does natively: the harness plays
@@ -69,13 +74,15 @@
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-USAGE="usage: $0 [--image=FILE] [--dry-run] [ppc64le|s390x|arm64|arm64-compat|arm|mips-n64|mips-o32|mips-n32]"
+USAGE="usage: $0 [--image=FILE] [--suite=bookworm|trixie|sid] [--dry-run] [ppc64le|s390x|arm64|arm64-compat|arm|mips-n64|mips-o32|mips-n32]"
 ABI=""
 IMAGE_ARG=""
+SUITE=bookworm
 DRY_RUN=0
 for arg; do
 	case $arg in
 	--image=?*) IMAGE_ARG=${arg#--image=} ;;
+	--suite=bookworm|--suite=trixie|--suite=sid) SUITE=${arg#--suite=} ;;
 	--dry-run) DRY_RUN=1 ;;
 	-*) echo "kernel-harness: $arg: unknown option" >&2; echo "$USAGE" >&2; exit 2 ;;
 	*) [ -z "$ABI" ] || { echo "$USAGE" >&2; exit 2; }; ABI=$arg ;;
@@ -214,7 +221,9 @@ mips-n64|mips-o32|mips-n32)
 	exit 2
 	;;
 esac
-CACHE=${VDSOGEN_KERNEL_CACHE:-/var/tmp/vdsogen-kernel}/$KABI
+CACHE=${VDSOGEN_KERNEL_CACHE:-/var/tmp/vdsogen-kernel}
+[ "$SUITE" = bookworm ] || CACHE=$CACHE/$SUITE
+CACHE=$CACHE/$KABI
 if [ "$KABI" = "$ABI" ]; then RUN=$CACHE/run; else RUN=$CACHE/run-$ABI; fi
 
 # -- packages -------------------------------------------------------------------
@@ -327,7 +336,7 @@ if [ "$DRY_RUN" -eq 1 ]; then
 	exit 0
 fi
 
-# -- the kernel: bookworm's linux-image-FLAVOUR, through a private apt ------------
+# -- the kernel: SUITE's linux-image-FLAVOUR, through a private apt --------------
 # The host's Debian mirror (and its security archive, where the kernel's
 # updates land first): the first such URI of its deb822 or one-line sources.
 host_uri() {	# SUFFIX: debian or debian-security
@@ -338,6 +347,7 @@ host_uri() {	# SUFFIX: debian or debian-security
 }
 MIRROR=${VDSOGEN_DEBIAN_MIRROR:-$(host_uri debian)}
 SECURITY=${VDSOGEN_DEBIAN_SECURITY:-$(host_uri debian-security)}
+[ "$SUITE" != sid ] || SECURITY=""	# unstable has no security suite (nor updates)
 
 APT=$CACHE/apt
 . "$ROOT/scripts/private-apt.sh"
@@ -353,12 +363,13 @@ fetched=0
 if [ "$refresh" -eq 1 ]; then
 	if [ -n "$MIRROR" ]; then
 		{
-			echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR bookworm main"
-			echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR bookworm-updates main"
+			echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR $SUITE main"
+			[ "$SUITE" = sid ] ||
+				echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR $SUITE-updates main"
 			[ -z "$SECURITY" ] ||
-				echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $SECURITY bookworm-security main"
+				echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $SECURITY $SUITE-security main"
 		} >"$APT/etc/sources.list"
-		say APT "update ($MIRROR${SECURITY:+, $SECURITY}: bookworm; $DEBARCH)"
+		say APT "update ($MIRROR${SECURITY:+, $SECURITY}: $SUITE; $DEBARCH)"
 		# A list that fails (a mirror mid-sync) is left out; the rest are used.
 		apt_get -qq update >"$RUN/apt.log" 2>&1 ||
 			say APT "$(grep -c '^E: Failed to fetch' "$RUN/apt.log") list(s) failed; the others are used (see $RUN/apt.log)"
@@ -368,10 +379,15 @@ if [ "$refresh" -eq 1 ]; then
 	# The metapackage's candidate depends on the versioned image package.
 	pkg=$(apt_cache depends "linux-image-$FLAVOUR" 2>/dev/null |
 		sed -n "s/^ *Depends: \(linux-image-[0-9][^ ]*-$FLAVOUR\)\$/\1/p" | head -n 1)
+	# Unstable splits that one: the kernel is in the linux-binary-REL it depends on.
+	bin=""
+	[ -z "$pkg" ] || bin=$(apt_cache depends "$pkg" 2>/dev/null |
+		sed -n "s/^ *Depends: \(linux-binary-[0-9][^ ]*-$FLAVOUR\)\$/\1/p" | head -n 1)
+	pkg=${bin:-$pkg}
 	ver=""
 	[ -z "$pkg" ] || ver=$(apt_cache policy "$pkg" 2>/dev/null | sed -n 's/^ *Candidate: //p')
 	if [ -z "$pkg" ] || [ -z "$ver" ] || [ "$ver" = "(none)" ]; then
-		have_kernel || die "no linux-image-$FLAVOUR package for $DEBARCH in bookworm (see $RUN/apt.log)"
+		have_kernel || die "no linux-image-$FLAVOUR package for $DEBARCH in $SUITE (see $RUN/apt.log)"
 		say APT "no package list: keeping the kernel in $CACHE"
 	elif ! grep -qx "$pkg $ver .*" "$CACHE/kernel" 2>/dev/null || ! have_kernel; then
 		say GET "$pkg $ver ($DEBARCH)"
@@ -384,12 +400,17 @@ if [ "$refresh" -eq 1 ]; then
 		for f in "$debs"/*.deb; do [ -f "$f" ] && deb=$f && break; done
 		if [ -n "$deb" ]; then
 			rel=${pkg#linux-image-}
-			say UNPACK "$KIMAGE from $(basename "$deb")"
+			member=$KIMAGE
+			if [ -n "$bin" ]; then	# linux-binary-REL keeps it as usr/lib/modules/REL/vmlinuz (or vmlinux)
+				rel=${pkg#linux-binary-}
+				member=${KIMAGE##*/}
+				member="./usr/lib/modules/*/${member%-\*}"
+			fi
+			say UNPACK "$member from $(basename "$deb")"
 			rm -rf "$debs/x"
 			mkdir -p "$debs/x"
-			dpkg-deb --fsys-tarfile "$deb" | (cd "$debs/x" && tar -x --wildcards "$KIMAGE")
-			img=""
-			for f in "$debs"/x/boot/*; do [ -f "$f" ] && img=$f && break; done
+			dpkg-deb --fsys-tarfile "$deb" | (cd "$debs/x" && tar -x --wildcards "$member")
+			img=$(find "$debs/x" -type f | head -n 1)
 			[ -n "$img" ] || die "no kernel image in $deb"
 			# A gzipped image (arm64's vmlinuz) is kept gunzipped: the raw
 			# Image boots the same (qemu-system-aarch64 takes either) and

@@ -36,6 +36,7 @@ def test_arguments_it_refuses(tmp_path):
         (["arm", "mips-n64"], "usage:"),
         (["vax"], "usage:"),
         (["--image=", "arm"], "--image=: unknown option"),
+        (["--suite=potato", "arm"], "--suite=potato: unknown option"),
     ]
     for args, said in cases:
         r = script(*args, cache=tmp_path / "cache")
@@ -43,8 +44,11 @@ def test_arguments_it_refuses(tmp_path):
     assert not (tmp_path / "cache").exists()    # refused before anything is made
 
 
-@pytest.mark.parametrize("name, qemu_system", [("arm", "qemu-system-arm"), ("mips-o32", "qemu-system-mips64el")])
-def test_an_image_and_its_environment_reach_the_guest(name, qemu_system, built, tmp_path):
+@pytest.mark.parametrize("name, suite, run, qemu_system", [
+    ("arm", "trixie", "trixie/arm/run", "qemu-system-arm"),
+    ("mips-o32", None, "mips-n64/run-mips-o32", "qemu-system-mips64el"),     # o32 boots bookworm's n64 kernel
+])
+def test_an_image_and_its_environment_reach_the_guest(name, suite, run, qemu_system, built, tmp_path):
     """--image: the initramfs holds the image given, a harness of the layout
     its version note picks and, in /harness.env (which /init adds to the
     harness's environment), what holds a kernel's image to its kernel's vDSO
@@ -52,10 +56,10 @@ def test_an_image_and_its_environment_reach_the_guest(name, qemu_system, built, 
     target, so, _ = built(name)
     image = as_a_kernels(so, tmp_path / f"linux-{name}.so")
     cache = tmp_path / "cache"
-    r = script("--dry-run", f"--image={image}", name, cache=cache, env={"VDSOGEN_HARNESS_SOAK": "1"})
+    args = ["--dry-run", f"--image={image}", *([f"--suite={suite}"] if suite else []), name]
+    r = script(*args, cache=cache, env={"VDSOGEN_HARNESS_SOAK": "1"})
     assert r.returncode == 0, r.stdout + r.stderr
 
-    run = {"arm": "arm/run", "mips-o32": "mips-n64/run-mips-o32"}[name]     # o32 boots the n64 kernel
     rootfs = cache / run / "rootfs"
     assert (rootfs / "vdso.so").read_bytes() == image.read_bytes()
     assert (rootfs / "harness").is_file() and (rootfs / "init").is_file()
