@@ -205,6 +205,12 @@ void pick_rate(uint64_t hz, uint64_t secs, struct rate *r);
 int calibrate(void);
 /* What the timekeeper says clock clk (an aux one too) reads at counter value cycles. */
 struct hts tk_expect(const struct tk *tk, int clk, uint64_t cycles);
+/*
+ * The same as Linux's generic formula computes it, in 64 bits: the product
+ * of delta and mult, and its sum with the shifted nanoseconds, wrap (a
+ * vDSO without overflow protection, read at a count far from cycle_last).
+ */
+struct hts tk_expect_wrapping(const struct tk *tk, int clk, uint64_t cycles);
 /* Writer protocol, both records together: seq odd, barrier, write, barrier, seq even. */
 void tk_begin(vdso_time_data_t *td);
 void tk_store(vdso_time_data_t *td, const struct tk *tk);

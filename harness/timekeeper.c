@@ -359,7 +359,8 @@ static int clock_record(int clk)
 	return clk == C_MONOTONIC_RAW;
 }
 
-struct hts tk_expect(const struct tk *tk, int clk, uint64_t cycles)
+/* tk_expect, or with @wrap the formula in 64 bits, as tk_expect_wrapping says. */
+static struct hts expect_at(const struct tk *tk, int clk, uint64_t cycles, int wrap)
 {
 	const struct tk_base *b;
 	uint32_t mult, shift;
@@ -388,7 +389,19 @@ struct hts tk_expect(const struct tk *tk, int clk, uint64_t cycles)
 		delta = 0;
 	if (VDSO_COUNTER_MASK)
 		delta &= tk->mask;
+	if (wrap)
+		return hts_make((int64_t)b->sec, (delta * mult + b->nsec) >> shift);
 	return hts_make((int64_t)b->sec, mul_shift(delta, mult, b->nsec, shift));
+}
+
+struct hts tk_expect(const struct tk *tk, int clk, uint64_t cycles)
+{
+	return expect_at(tk, clk, cycles, 0);
+}
+
+struct hts tk_expect_wrapping(const struct tk *tk, int clk, uint64_t cycles)
+{
+	return expect_at(tk, clk, cycles, 1);
 }
 
 static void seq_bump_one(vdso_clock_t *vc)

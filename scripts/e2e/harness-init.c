@@ -11,8 +11,11 @@
  *      field it sets per CPU, on arm the generic timer, on mips the CP0
  *      Count through rdhwr), so the log shows the machine's CPU and NUMA
  *      layout took effect;
- *   3. runs "/harness /vdso.so" as a child with every CPU allowed, waits
- *      for it and prints "init: harness exit N" (or "signal N");
+ *   3. runs "/harness /vdso.so" as a child with every CPU allowed and
+ *      init's environment, with each NAME=VALUE line of /harness.env
+ *      added (where kernel-harness.sh puts the harness's VDSOGEN_HARNESS_*:
+ *      the kernel's command line is too short on some boards), waits for
+ *      it and prints "init: harness exit N" (or "signal N");
  *   4. powers the machine off.  PID 1 never exits: the kernel would panic.
  *
  * Static, no libc beyond what a static glibc link brings; the script
@@ -23,6 +26,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
@@ -33,6 +37,7 @@
 
 #define HARNESS "/harness"
 #define IMAGE "/vdso.so"
+#define ENV_FILE "/harness.env"
 
 /* Mount one pseudo file system, creating its directory; failures are reported, not fatal. */
 static void mount_fs(const char *type, const char *dir)
@@ -173,11 +178,39 @@ static void show_cpus(const cpu_set_t *all)
 	}
 }
 
+/* Add each NAME=VALUE line of ENV_FILE to the environment, when there is one. */
+static void harness_env(void)
+{
+	static char buf[4096];
+	char *line, *next;
+	ssize_t n;
+	int fd;
+
+	fd = open(ENV_FILE, O_RDONLY);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0 || n == sizeof(buf) - 1) {
+		printf("init: %s: %s\n", ENV_FILE, n < 0 ? strerror(errno) : "too long");
+		return;
+	}
+	buf[n] = '\0';
+	for (line = buf; *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		else
+			next = line + strlen(line);
+		if (strchr(line, '=') && putenv(line) != 0)
+			printf("init: putenv %s: %s\n", line, strerror(errno));
+	}
+}
+
 /* Fork and exec the harness on the image; its exit status (128+N for signal N), -1 if it did not run. */
 static int run_harness(void)
 {
 	char *argv[] = { HARNESS, IMAGE, NULL };
-	char *envp[] = { "PATH=/", "HOME=/", NULL };
 	int status;
 	pid_t pid, w;
 
@@ -187,7 +220,7 @@ static int run_harness(void)
 		return -1;
 	}
 	if (pid == 0) {
-		execve(HARNESS, argv, envp);
+		execve(HARNESS, argv, environ);	/* environ: unistd.h, _GNU_SOURCE */
 		printf("init: exec %s: %s\n", HARNESS, strerror(errno));
 		_exit(127);
 	}
@@ -226,6 +259,7 @@ int main(void)
 		printf("init: sched_getaffinity: %s\n", strerror(errno));
 	}
 
+	harness_env();
 	code = run_harness();
 	printf("init: harness exit %d\n", code);
 	fflush(stdout);

@@ -383,8 +383,10 @@ def _harness_env(target, image, aux_clocks=None, soak=0):
     than their 100 ms (VDSOGEN_HARNESS_SOAK, seconds).  An image vdsogen did
     not build (a kernel's) is held to what its kernel's vDSO does where
     vdsogen's promise more (linux_behaviour: VDSOGEN_HARNESS_LINUX_UNSERVED and
-    _NONE) and may carry any soname of its ABI (VDSOGEN_HARNESS_SONAMES, from
-    the ABI catalogue: Linux 6.1's s390x image is linux-vdso64.so.1)."""
+    _NONE; the unserved mode one its kernel's counter read does not serve,
+    _UNSERVED_MODE) and may carry any soname of its ABI
+    (VDSOGEN_HARNESS_SONAMES, from the ABI catalogue: Linux 6.1's s390x image
+    is linux-vdso64.so.1)."""
     env = {}
     labels = _kernel_labels(target, image)
     if labels:
@@ -395,6 +397,10 @@ def _harness_env(target, image, aux_clocks=None, soak=0):
         env["VDSOGEN_HARNESS_LINUX_NONE"] = linux["none"]
         env["VDSOGEN_HARNESS_SONAMES"] = " ".join(target.abi.sonames)
         env["VDSOGEN_HARNESS_KERNELS"] = "1"       # a kernel's image: see harness/image.c
+        if target.counter is not None:
+            # The first mode the ABI's counter read (its fragment's contract, as
+            # Linux's) serves none of: MIPS's reads the GIC in mode 2, whatever the spec serves.
+            env["VDSOGEN_HARNESS_LINUX_UNSERVED_MODE"] = str(1 + max(m.number for m in target.counter.arch_modes))
     if aux_clocks is not None:
         env["VDSOGEN_HARNESS_AUX"] = aux_clocks
     if soak:
