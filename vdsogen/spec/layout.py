@@ -284,7 +284,8 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
             if struct is not None and struct not in structs:
                 pt.error("struct", f"unknown struct {struct!r}")
             symbol = pt.ident("symbol", None)
-            # A role an earlier page plays as well (powerpc's arch data shares the time page before v6.15).
+            # A role an earlier page plays as well (powerpc's arch data shares the time page before v6.15;
+            # getrandom's state sits inside the time or arch page before v6.15).
             same_as = pt.str("same_as", None, choices=PAGE_ROLES)
             pt.done()
             if role != "reserved" and any(p.role == role for p in page_list):
@@ -296,9 +297,11 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
             host = next((p for p in page_list if p.role == same_as), None)
             if host is None:
                 pt.error("same_as", f"no earlier page plays {same_as!r}")
-            if symbol is not None and symbol != host.symbol:
+            # The page seen as another struct (the rng state at its offset) takes a name of its own, as
+            # C cannot declare one object as two types; seen as the same struct, it has one name.
+            if symbol is not None and symbol != host.symbol and (struct is None or struct == host.struct):
                 pt.error("symbol", f"the {same_as} page's symbol is {host.symbol!r}: a page has one")
-            page_list.append(Page(host.index, role, struct or host.struct, host.symbol))
+            page_list.append(Page(host.index, role, struct or host.struct, symbol or host.symbol))
         pages = tuple(page_list)
     else:
         pages = base.pages
