@@ -58,7 +58,8 @@
 	/* The opaque-state query (buffer, len, flags 0, opaque_len ~0): -ENOSYS, no states. */
 	cghi	%r6, -1
 	jne	.Lsyscall
-	ogr	%r3, %r2
+	lgr	%r1, %r2
+	ogr	%r1, %r3
 	jnz	.Lsyscall
 	ltr	%r4, %r4
 	jnz	.Lsyscall
