@@ -20,6 +20,8 @@
  *				generation at least as new as the one before it began
  *   getrandom.fork		a child's draws never repeat its parent's
  *   getrandom.states		two states never give the same bytes
+ *   getrandom.timens		where the rng state sits inside the time page (kernels before v6.15), in a
+ *				time namespace: still answered from the state, found in the real page
  */
 #include "internal.h"
 
@@ -530,6 +532,39 @@ static void check_states(gr_state *a, gr_state *b)
 	chk_end(&k);
 }
 
+#if VDSO_HAS_TIMENS && VDSO_PAGE_RNG == VDSO_PAGE_TIME
+/*
+ * A time namespace, as such a kernel maps it: the time page's slot holds the
+ * namespace's page, zero but for its clock records (clock_mode TIMENS), and
+ * the real page, rng state and all, sits at the time-namespace page's slot.
+ * A vDSO reading the slot's rng state would find the generator not ready
+ * and make the syscall: the state would not move on as predicted.
+ */
+static void check_timens(gr_state *st)
+{
+	static const uint32_t key[8] = { 8, 7, 6, 5, 4, 3, 2, 1 };
+	static unsigned char saved[2][VDSO_PAGE_SIZE];
+	unsigned char *slot = H_PAGE(VDSO_PAGE_TIME), *real = H_PAGE(VDSO_PAGE_TIMENS);
+	vdso_clock_t *vc = VDSO_CLOCKS((vdso_time_data_t *)slot);
+	struct chk k;
+
+	chk_start(&k, "getrandom.timens");
+	keyed(st, key);
+	memcpy(saved[0], slot, VDSO_PAGE_SIZE);
+	memcpy(saved[1], real, VDSO_PAGE_SIZE);
+	memcpy(real, slot, VDSO_PAGE_SIZE);
+	memset(slot, 0, VDSO_PAGE_SIZE);
+	vc[0].seq = vc[1].seq = 1;
+	vc[0].clock_mode = vc[1].clock_mode = CLOCKMODE_TIMENS;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	expect_predicted(&k, st, 16, 0);
+	memcpy(slot, saved[0], VDSO_PAGE_SIZE);
+	memcpy(real, saved[1], VDSO_PAGE_SIZE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	chk_end(&k);
+}
+#endif
+
 void check_getrandom(void)
 {
 	gr_state *st;
@@ -553,6 +588,9 @@ void check_getrandom(void)
 	check_race(st);
 	check_fork(st);
 	check_states(st, (gr_state *)((unsigned char *)st + VDSO_PAGE_SIZE));
+#if VDSO_HAS_TIMENS && VDSO_PAGE_RNG == VDSO_PAGE_TIME
+	check_timens(st);
+#endif
 	unmap_states(st, 2 * VDSO_PAGE_SIZE / GR_SIZE + 1);
 	rng_set(1, 1);
 }

@@ -19,6 +19,10 @@ for keep their text, so a cheap run leaves the figures of the long ones.
     bench     ns per call on this machine against the running kernel's vDSO,
               x86_64 with clang and gcc (about a minute with RUNS=7;
               meaningful on an idle machine only)
+    getrandom getrandom of 16, 64, 256 and 4096 bytes through x86_64's
+              image built with clang and with gcc, the running kernel's
+              vDSO and the syscall (RUNS=3 runs each); also README.rst's
+              "getrandom figures", between the same markers
 
 Figures nothing here can measure (kernel boots, the test suite's run) are
 in the doc's hand-kept section, outside any marker.
@@ -40,7 +44,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "measurements.rst"
 DEFAULT_SECTIONS = ("images", "harness")
-SECTIONS = ("images", "harness", "corpus", "bench")
+SECTIONS = ("images", "harness", "corpus", "bench", "getrandom")
+# Sections written into other documents too, between the same markers.
+ALSO_IN = {"getrandom": (ROOT / "README.rst",)}
 CACHE = Path(os.environ.get("VDSOGEN_REAL_VDSO", Path.home() / ".cache" / "vdsogen" / "real-vdso"))
 BENCH_TOOLCHAINS = (("clang-19", {}), ("gcc-12", {"CROSS_COMPILE": "x86_64-linux-gnu-"}))
 
@@ -320,9 +326,194 @@ def measure_bench(work: Path) -> list:
     ]
 
 
+# -- getrandom ---------------------------------------------------------------------------
+
+GETRANDOM_SIZES = (16, 64, 256, 4096)
+
+
+def measure_getrandom(work: Path) -> list:
+    runs = int(os.environ.get("RUNS", "3"))
+    ns: dict = {}           # (toolchain, size) -> {way: [medians]}
+    for label, extra in BENCH_TOOLCHAINS:
+        env = {**default_env(), **extra, "VDSOGEN_BENCH_REFERENCES": ""}
+        for _ in range(runs):
+            doc = _bench_once(env)
+            if not doc.get("native"):
+                raise MeasureError("vdsogen bench --arch=x86_64 did not run natively")
+            for ln in doc["lines"]:
+                size = ln["call"].removeprefix("getrandom(").removesuffix(")")
+                if not ln["call"].startswith("getrandom(") or int(size) not in GETRANDOM_SIZES:
+                    continue
+                for way in ("image", "live", "syscall"):
+                    if way in ln["ways"]:
+                        ns.setdefault((label, int(size)), {}).setdefault(way, []).append(ln["ways"][way]["median"])
+    if not ns:
+        raise MeasureError("vdsogen bench --arch=x86_64 has no getrandom lines (the running kernel's vDSO "
+                           "has no getrandom?)")
+    rows = []
+    for label, _ in BENCH_TOOLCHAINS:
+        for size in GETRANDOM_SIZES:
+            ways = ns.get((label, size), {})
+            med = {w: statistics.median(v) for w, v in ways.items()}
+            cells = [f"{med[w]:.1f}" if w in med else "-" for w in ("image", "live", "syscall")]
+            ratio = f"{med['image'] / med['live']:.2f}x" if "image" in med and "live" in med else "-"
+            rows.append([label, str(size), *cells, ratio])
+    def shown(n):
+        return "-" if n is None else f"{n:.0f}" if n == int(n) else f"{n:.1f}"
+
+    counts = [[name, shown(ours), shown(linux)] for name, ours, linux in chacha_counts(work)]
+    return [
+        "The ChaCha20 block routine (``__arch_chacha20_blocks_nostack``), instructions executed per",
+        "64-byte block: tests/chacha_driver.c calls it for 5 blocks and for 1 under qemu-user, one",
+        "instruction per translation block (``-singlestep -d exec,nochain``), and the difference over 4",
+        "is one block's.  vdsogen's routine is its arch's ``chacha20.S.j2`` as the image builds it;",
+        "Linux 7.2's is cut from Debian's unstable image of the ABI (the corpus of",
+        "``scripts/fetch-real-vdso.sh``; found as audit rule K010 finds it); \"-\": no such image.",
+        "",
+        *rst_table(["target", "vdsogen", "Linux 7.2"], counts),
+        "",
+        f"getrandom through ``vdsogen bench --arch=x86_64`` ({runs} run{'s' if runs != 1 else ''} of 31 rounds",
+        "per toolchain, each cell the median of the runs' medians, ns per call): vdsogen's x86_64 image",
+        "built with each toolchain, the running kernel's own vDSO getrandom, the getrandom syscall; the",
+        "last column is vdsogen's over the kernel's vDSO.  Only an idle machine gives figures worth",
+        "comparing.",
+        "",
+        *rst_table(["toolchain", "bytes", "vdsogen", "kernel vDSO", "syscall", "vdsogen/vDSO"], rows),
+    ]
+
+
+# The ABIs whose Linux 7.2 vDSO has getrandom's ChaCha20, the vdsogen target of each, and the
+# image of each in the corpus's sid (7.2) kernels; ppc64 (big-endian) and ppc32 have none there.
+CHACHA_TARGETS = ("x86_64", "arm64", "ppc32", "ppc64", "ppc64le", "s390x", "loongarch64", "riscv64")
+LINUX_72 = {"x86_64": "sid/amd64/x86_64.so", "arm64": "sid/arm64/arm64.so", "ppc64le": "sid/powerpc64le/ppc64le.so",
+            "s390x": "sid/s390x/s390x.so", "loongarch64": "sid/loong64/loongarch64.so",
+            "riscv64": "sid/riscv64/riscv64.so"}
+OBJCOPY_FORMAT = {"x86_64": "elf64-x86-64", "arm64": "elf64-littleaarch64", "ppc64le": "elf64-powerpcle",
+                  "s390x": "elf64-s390", "loongarch64": "elf64-loongarch", "riscv64": "elf64-littleriscv"}
+CHACHA_DRIVER = ROOT / "tests" / "chacha_driver.c"
+
+
+def _e_flags(path: Path, elf_class: int, endian: str) -> int:
+    head = path.read_bytes()[:52]
+    return int.from_bytes(head[48:52] if elf_class == 64 else head[36:40], endian)
+
+
+def _chacha_exe(target, work: Path, routine: Path) -> Path:
+    """tests/chacha_driver.c (built as tests/test_chacha.py builds it) linked with `routine`, an object
+    defining __arch_chacha20_blocks_nostack."""
+    from vdsogen.build.toolchain import Builder
+    from vdsogen.harness.driver import HARNESS_CFLAGS, compiler, freestanding_argv
+
+    exe = work / "chacha"
+    if target.harness.libc == "freestanding":
+        argv = freestanding_argv(target, work, [CHACHA_DRIVER], exe)
+        cc, libc = argv[:argv.index(str(CHACHA_DRIVER))], argv[argv.index(str(CHACHA_DRIVER)) + 1:]
+    else:
+        cc, libc = [compiler(target), *HARNESS_CFLAGS, *target.toolchain.harness_cflags], ["-o", str(exe)]
+    cc += ["-fomit-frame-pointer"]
+    driver = work / "driver.o"
+    for argv in ([*(a for a in cc if not a.startswith("--ld-path=")), "-c", str(CHACHA_DRIVER), "-o", str(driver)],):
+        proc = subprocess.run(argv, capture_output=True, text=True)
+        if proc.returncode:
+            raise MeasureError(f"{target.name}: the ChaCha20 driver does not build: {proc.stderr.strip()}")
+    want = _e_flags(driver, target.elf.elf_class, target.elf.endian)
+    if _e_flags(routine, target.elf.elf_class, target.elf.endian) != want:
+        Builder(target, stream=io.StringIO()).rewrite_flags(routine, want)
+    proc = subprocess.run([*cc, str(driver), str(routine), *libc], capture_output=True, text=True)
+    if proc.returncode:
+        raise MeasureError(f"{target.name}: the ChaCha20 driver does not link: {proc.stderr.strip()}")
+    return exe
+
+
+def _vdsogen_routine(target, work: Path) -> Path:
+    from vdsogen.build.toolchain import Builder
+    from vdsogen.gen.render import Renderer
+
+    asm, obj = work / "chacha20.S", work / "chacha20.o"
+    asm.write_text(Renderer(target).render(target.fragment("chacha20.S.j2")))
+    Builder(target, stream=io.StringIO()).compile(asm, obj)
+    return obj
+
+
+def _linux_routine(target, image: Path, work: Path) -> Path:
+    """An object of the image's loaded bytes, its ChaCha20 routine (found as audit rule K010 finds it)
+    named __arch_chacha20_blocks_nostack: the PC-relative reads of its constants still land."""
+    from vdsogen.audit.rules.code import chacha_routines
+    from vdsogen.bench.hotpath import code_regions
+    from vdsogen.elf import decode
+    from vdsogen.elf.reader import ElfImage
+
+    img = ElfImage(str(image))
+    found = chacha_routines(img, decode.Regions(code_regions(img)))
+    if len(found) != 1:
+        raise MeasureError(f"{image}: {len(found)} ChaCha20 routines found, not one")
+    entry = found[0][0]
+    load = max(seg.offset + seg.filesz for seg in img.loads)
+    raw = work / "linux.bin"
+    raw.write_bytes(image.read_bytes()[:load])
+    obj = work / "linux.o"
+    for argv in (["-I", "binary", "-O", OBJCOPY_FORMAT[target.abi.name],
+                  "--rename-section", ".data=.text.linux,alloc,load,readonly,code,contents", str(raw), str(obj)],
+                 ["--set-section-alignment", ".text.linux=65536", "--add-symbol",
+                  f"__arch_chacha20_blocks_nostack=.text.linux:{entry:#x},global,function", str(obj)]):
+        proc = subprocess.run(["llvm-objcopy-19", *argv], capture_output=True, text=True)
+        if proc.returncode:
+            raise MeasureError(f"{image}: llvm-objcopy: {proc.stderr.strip()}")
+    return obj
+
+
+def _executed(target, exe: Path, blocks: int, work: Path) -> int:
+    """Instructions executed in __arch_chacha20_blocks_nostack (and whatever follows it in its
+    section) by one call for `blocks` blocks, from qemu-user's trace of one instruction per block."""
+    from vdsogen.harness.driver import qemu_options
+
+    nm = subprocess.run(["llvm-nm-19", "-S", "--defined-only", str(exe)], capture_output=True, text=True).stdout
+    syms = {ln.split()[-1]: ln.split() for ln in nm.splitlines()}
+    lo = int(syms["__arch_chacha20_blocks_nostack"][0], 16)
+    after = sorted(int(f[0], 16) for f in syms.values() if int(f[0], 16) > lo and f[-2].lower() in "tw")
+    hi = after[0] if after else lo + (1 << 20)
+    qemu = f"qemu-{target.toolchain.qemu or 'x86_64'}-static"
+    log = work / f"trace-{blocks}"
+    proc = subprocess.run([qemu, *qemu_options(target), "-singlestep", "-d", "exec,nochain", "-D", str(log),
+                           str(exe), str(blocks)], capture_output=True, text=True, timeout=600)
+    if proc.returncode:
+        raise MeasureError(f"{target.name}: the ChaCha20 driver failed under {qemu}: {proc.stderr.strip()}")
+    n = 0
+    for ln in log.read_text(errors="replace").splitlines():
+        if ln.startswith("Trace "):
+            pc = int(ln.split("[", 1)[1].split("/")[1], 16)
+            n += lo <= pc < hi
+    return n
+
+
+def chacha_counts(work: Path) -> list:
+    """[target, vdsogen's instructions per block, Linux 7.2's or None]: a call for 5 blocks less one for 1, / 4."""
+    from vdsogen.spec.model import load_target
+
+    rows = []
+    for name in CHACHA_TARGETS:
+        target = load_target(name)
+        per = []
+        for which in ("vdsogen", "linux"):
+            d = work / f"chacha-{name}-{which}"
+            d.mkdir(parents=True, exist_ok=True)
+            if which == "vdsogen":
+                routine = _vdsogen_routine(target, d)
+            elif name in LINUX_72 and (CACHE / "images" / LINUX_72[name]).is_file():
+                routine = _linux_routine(target, CACHE / "images" / LINUX_72[name], d)
+            else:
+                per.append(None)
+                continue
+            exe = _chacha_exe(target, d, routine)
+            per.append((_executed(target, exe, 5, d) - _executed(target, exe, 1, d)) / 4)
+        rows.append([name, *per])
+    return rows
+
+
 # -- the document ------------------------------------------------------------------------
 
-MEASURE = {"images": measure_images, "harness": measure_harness, "corpus": measure_corpus, "bench": measure_bench}
+MEASURE = {"images": measure_images, "harness": measure_harness, "corpus": measure_corpus, "bench": measure_bench,
+           "getrandom": measure_getrandom}
 
 
 def _machine() -> str:
@@ -404,9 +595,13 @@ def main(argv: list | None = None) -> int:
                 print(f"measure {name}: {e}", file=sys.stderr)
                 status = 1
                 continue
-            text = replace(text, name, body, time.monotonic() - t0)
+            seconds = time.monotonic() - t0
+            text = replace(text, name, body, seconds)
             DOC.write_text(text)
-            print(f"  MEASURE {name} ({time.monotonic() - t0:.0f} s) -> {DOC.relative_to(ROOT)}")
+            print(f"  MEASURE {name} ({seconds:.0f} s) -> {DOC.relative_to(ROOT)}")
+            for other in ALSO_IN.get(name, ()):
+                other.write_text(replace(other.read_text(), name, body, seconds))
+                print(f"  MEASURE {name} -> {other.relative_to(ROOT)}")
     return status
 
 

@@ -140,6 +140,25 @@ static __vdso_cold bool vdso_getrandom_rekey(struct vdso_getrandom_state *st, ui
 	return true;
 }
 
+#if VDSO_HAS_TIMENS && VDSO_PAGE_RNG == VDSO_PAGE_TIME
+/*
+ * Before v6.15 some kernels keep the rng state inside the time page (the
+ * layout's rng page is the time page seen at that offset): in a time
+ * namespace that slot maps the namespace's page, and the real one, rng
+ * state and all, is at the time-namespace page's slot, as the clocks find
+ * it.
+ */
+static __always_inline const vdso_rng_data_t *vdso_real_rng(const vdso_rng_data_t *rng)
+{
+	return (const void *)vdso_real_data((const vdso_time_data_t *)(const void *)rng);
+}
+#else
+static __always_inline const vdso_rng_data_t *vdso_real_rng(const vdso_rng_data_t *rng)
+{
+	return rng;
+}
+#endif
+
 static __always_inline long
 vdso_getrandom(const vdso_rng_data_t *rng, void *buffer, size_t len, unsigned int flags, void *opaque_state,
 	       size_t opaque_len)
@@ -159,6 +178,7 @@ vdso_getrandom(const vdso_rng_data_t *rng, void *buffer, size_t len, unsigned in
 		return -VDSO_EFAULT;
 	if (unlikely(flags & ~(VDSO_GRND_NONBLOCK | VDSO_GRND_RANDOM | VDSO_GRND_INSECURE)))
 		goto syscall;
+	rng = vdso_real_rng(rng);
 	if (unlikely(opaque_len != sizeof(*st) || !READ_ONCE(rng->is_ready)))
 		goto syscall;
 	/* Only now: before the generator is ready, the syscall may block or fail even for 0 bytes. */

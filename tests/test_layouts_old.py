@@ -24,12 +24,15 @@ KERNEL_SPECS = ROOT / "docs" / "kernel"
 # members the core reads, without and with max_cycles (x86, ~v6.10+), and
 # where the array starts in the page (x86: DECLARE_VVAR(128, ...) until
 # v6.12, then 0; elsewhere 0).  Pages from the linker scripts:
-# x86 vdso-layout.lds.S and arm64 vdso.lds.S of each version.
+# x86 vdso-layout.lds.S and arm64 vdso.lds.S of each version; "rng" is
+# getrandom's state inside the time page (tests/test_rng_layouts.py).
 LINUX = {
-    "linux-5.6": dict(start=0, size=240, pages=["time", "timens"], max_cycles=False),
+    "linux-5.6": dict(start=0, size=240, pages=["time", "rng", "timens"], max_cycles=False),
     "linux-5.6-x86": dict(start=128, size=240, pages=["time", "pvclock", "hvclock", "timens"], max_cycles=False),
-    "linux-6.12-x86": dict(start=128, size=248, pages=["time", "pvclock", "hvclock", "timens"], max_cycles=True),
-    "linux-6.14-x86": dict(start=0, size=248, pages=["time", "timens", "pvclock", "hvclock"], max_cycles=True),
+    "linux-6.12-x86": dict(start=128, size=248, pages=["time", "rng", "pvclock", "hvclock", "timens"],
+                           max_cycles=True),
+    "linux-6.14-x86": dict(start=0, size=248, pages=["time", "rng", "timens", "pvclock", "hvclock"],
+                           max_cycles=True),
 }
 OFFSETS = {  # member: (offset, offset with max_cycles)
     "seq": (0, 0), "clock_mode": (4, 4), "cycle_last": (8, 8), "mask": (16, 24), "mult": (24, 32),

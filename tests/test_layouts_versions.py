@@ -80,9 +80,9 @@ LINUX = {
         pages={"time": 0, "arch": 0, "timens": 1}, bits=451),
     "linux-6.12-powerpc64": dict(struct="vdso_arch_data", offsets={
         "tb_ticks_per_sec": 0x38, "syscall_map": 0x80, "compat_syscall_map": 0xbc},
-        pages={"arch": 0, "time": 1, "timens": 2}, bits=463),
+        pages={"arch": 0, "rng": 0, "time": 1, "timens": 2}, bits=463),
     "linux-6.12-powerpc32": dict(struct="vdso_arch_data", offsets={"syscall_map": 8},
-                                 pages={"arch": 0, "time": 1, "timens": 2}, bits=463),
+                                 pages={"arch": 0, "rng": 0, "time": 1, "timens": 2}, bits=463),
     "linux-6.15-powerpc64": dict(struct="vdso_time_data", offsets={"clock_data[1]": 224, "hrtimer_res": 456},
                                  pages={"time": 0, "timens": 1, "rng": 2, "arch": 3}, bits=468),
     "linux-7.2-powerpc64": dict(struct="vdso_arch_data", offsets={"syscall_map": 24, "compat_syscall_map": 84},
@@ -91,7 +91,7 @@ LINUX = {
                                 pages={"time": 0, "timens": 1, "rng": 2, "arch": 3}, bits=472),
     "linux-5.6-s390": dict(struct="vdso_vvar_page", offsets={
         "vdso_data[0].arch_data.tod_steering_delta": 240, "vdso_data[0].arch_data.tod_steering_end": 248,
-        "vdso_data[1]": 256, "vdso_data[0].hrtimer_res": 232}, pages={"time": 0, "timens": 1}),
+        "vdso_data[1]": 256, "vdso_data[0].hrtimer_res": 232}, pages={"time": 0, "rng": 0, "timens": 1}),
     "linux-6.15-s390": dict(struct="vdso_time_data", offsets={
         "tod_steering_delta": 0, "tod_steering_end": 8, "clock_data[0]": 16, "clock_data[1]": 240,
         "hrtimer_res": 472}, pages={"time": 0, "timens": 1, "rng": 2, "arch": 3}),
@@ -104,7 +104,7 @@ LINUX = {
     "linux-5.19-loongarch": dict(struct="vdso_arch_data", offsets={"pdata[1].node": 64},
                                  pages={"time": 0, "timens": 1, "arch": 2}),
     "linux-6.12-loongarch": dict(struct="vdso_arch_data", offsets={"pdata[255].node": 255 * 64},
-                                 pages={"time": 0, "timens": 1, "arch": 2, "reserved": 3}),
+                                 pages={"time": 0, "timens": 1, "arch": 2, "rng": 3}),
     "linux-6.15-x86": dict(struct="vdso_time_data", offsets={"clock_data[1]": 232, "hrtimer_res": 472},
                            pages={"time": 0, "timens": 1, "rng": 2, "arch": 3, "pvclock": 4, "hvclock": 5}),
     "linux-5.6-arm": dict(struct="vdso_vvar_page", offsets={"vdso_data[1]": 240}, pages={"time": 0}),

@@ -289,8 +289,9 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
             if struct is not None and struct not in structs:
                 pt.error("struct", f"unknown struct {struct!r}")
             symbol = pt.ident("symbol", None)
-            # A role an earlier page plays as well (powerpc's arch data shares the time page before v6.15),
-            # its struct at the start of that page or, with `at`, at a member of that page's struct.
+            # A role an earlier page plays as well (powerpc's arch data shares the time page before v6.15;
+            # getrandom's state sits inside the time or arch page before v6.15), its struct at the start
+            # of that page or, with `at`, at a member of that page's struct.
             same_as = pt.str("same_as", None, choices=PAGE_ROLES)
             at = pt.str("at", None)
             pt.done()
@@ -305,12 +306,14 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
             host = next((p for p in page_list if p.role == same_as), None)
             if host is None:
                 pt.error("same_as", f"no earlier page plays {same_as!r}")
-            if symbol is not None and symbol != host.symbol:
+            # The page seen as another struct (the rng state at its offset) takes a name of its own, as
+            # C cannot declare one object as two types; seen as the same struct, it has one name.
+            if symbol is not None and symbol != host.symbol and (struct is None or struct == host.struct):
                 pt.error("symbol", f"the {same_as} page's symbol is {host.symbol!r}: a page has one")
             offset = 0
             if at is not None:
                 offset, struct = _member_at(pt, structs, host, struct, at)
-            page_list.append(Page(host.index, role, struct or host.struct, host.symbol, offset))
+            page_list.append(Page(host.index, role, struct or host.struct, symbol or host.symbol, offset))
         pages = tuple(page_list)
     else:
         pages = base.pages

@@ -42,6 +42,9 @@
 	.ifnb	\data
 	larl	\data, vdso_u_time_data
 	.endif
+	.ifc	\cfunc, vdso_c_getrandom
+	vector_or_syscall
+	.endif
 	brasl	%r14, \cfunc
 	lg	%r14, STACK_FRAME_OVERHEAD(%r15)
 	.cfi_restore %r14
@@ -49,8 +52,51 @@
 	.cfi_adjust_cfa_offset -FRAME_SIZE
 	.cfi_restore %r15
 	br	%r14
+	.ifc	\cfunc, vdso_c_getrandom
+	.cfi_restore_state
+.Lno_vector:
+	/* The opaque-state query (buffer, len, flags 0, opaque_len ~0): -ENOSYS, no states. */
+	cghi	%r6, -1
+	jne	.Lsyscall
+	lgr	%r1, %r2
+	ogr	%r1, %r3
+	jnz	.Lsyscall
+	ltr	%r4, %r4
+	jnz	.Lsyscall
+	lghi	%r2, -38		/* -ENOSYS */
+	j	.Lreturn
+.Lsyscall:
+	lghi	%r1, 349		/* getrandom(buffer, len, flags) */
+	svc 0
+.Lreturn:
+	lg	%r14, STACK_FRAME_OVERHEAD(%r15)
+	.cfi_restore %r14
+	aghi	%r15, FRAME_SIZE
+	.cfi_adjust_cfa_offset -FRAME_SIZE
+	.cfi_restore %r15
+	br	%r14
+	.endif
 	.cfi_endproc
 	.size	\name, . - \name
+	.endm
+
+/*
+ * getrandom's ChaCha20 (chacha20.S) runs on the vector facility (facility
+ * 129, z13), which the spec's -march does not promise.  Where it is not
+ * installed, Linux's __kernel_getrandom answers the opaque-state query with
+ * -ENOSYS, so that callers keep to the syscall, and makes the syscall for
+ * every other call; so does this.  STFLE (problem state may run it) stores
+ * the facility bits 0-191 into the frame's save area, zeroed first: a
+ * machine with fewer doublewords stores fewer.  Bit 129 is bit 1 of the
+ * third doubleword.  It clobbers r0 and the condition code only.
+ */
+	.macro	vector_or_syscall
+	xc	8(24, %r15), 8(%r15)
+	lghi	%r0, 2			/* doublewords 0-2 */
+	stfle	8(%r15)
+	tm	8 + 16(%r15), 0x40	/* facility 129: vector */
+	.cfi_remember_state
+	jz	.Lno_vector
 	.endm
 
 	vdso_entry __kernel_gettimeofday, vdso_c_gettimeofday, %r4
