@@ -1,7 +1,8 @@
-"""SuperH (sh4): Linux's SH vDSO (arch/sh/kernel/vsyscall/, the same from
-2.6.19 to 6.17), the target specs/sh4.toml, built from arch/sh/ without time
-data (no [counter], no [datapage]: vdsogen/spec/model.py), with the GNU
-toolchain only (LLVM has no SuperH backend).
+"""SuperH (sh4, and sh4eb big-endian): Linux's SH vDSO (arch/sh/kernel/
+vsyscall/, the same from 2.6.19 to 6.17), the targets specs/sh4.toml and
+specs/sh4eb.toml, built from arch/sh/ without time data (no [counter], no
+[datapage]: vdsogen/spec/model.py), with the GNU toolchain only (LLVM has
+no SuperH backend).
 
 What only sh4 has: its exports and e_entry, one page and no data pages,
 Linux's trampoline bytes, their signal-frame CFI read by pyelftools and
@@ -34,11 +35,14 @@ from vdsogen.spec.model import load_target
 SPEC = (ROOT / "specs" / "sh4.toml").read_text()
 
 # Linux's trampolines (vsyscall-sigreturn.S): mov.w 1f, r3; trapa #0x10;
-# five `or r0, r0`; 1: .short NR -- eight halfwords, little-endian.
+# five `or r0, r0`; 1: .short NR -- eight halfwords, in each byte order.
 LINUX_BYTES = {
-    "__kernel_sigreturn": bytes.fromhex("0593 10c3 0b20 0b20 0b20 0b20 0b20 7700"),
-    "__kernel_rt_sigreturn": bytes.fromhex("0593 10c3 0b20 0b20 0b20 0b20 0b20 ad00"),
+    "sh4": {"__kernel_sigreturn": bytes.fromhex("0593 10c3 0b20 0b20 0b20 0b20 0b20 7700"),
+            "__kernel_rt_sigreturn": bytes.fromhex("0593 10c3 0b20 0b20 0b20 0b20 0b20 ad00")},
+    "sh4eb": {"__kernel_sigreturn": bytes.fromhex("9305 c310 200b 200b 200b 200b 200b 0077"),
+              "__kernel_rt_sigreturn": bytes.fromhex("9305 c310 200b 200b 200b 200b 200b 00ad")},
 }
+TRAMPOLINES = sorted(LINUX_BYTES["sh4"])
 
 # Linux's frames, written out from the uapi headers: struct sigframe starts
 # with the sigcontext; struct rt_sigframe is the siginfo (128 bytes), then
@@ -51,10 +55,10 @@ SC = {**{n: 4 + 4 * n for n in range(16)}, 16: 68, 17: 72, 19: 80, 20: 84, 21: 8
 SP, PC_COLUMN = 15, 16
 
 
-@pytest.fixture(scope="module")
-def image(built):
-    _, so, _ = built("sh4")
-    return so
+@pytest.fixture(scope="module", params=["sh4", "sh4eb"])
+def image(request, built):
+    _, so, _ = built(request.param)
+    return request.param, so
 
 
 def symbols(path):
@@ -85,11 +89,12 @@ def linux_rules(name):
 
 
 def test_exports_entry_version_and_no_data_pages(image):
+    name, image = image
     syms = symbols(image)
-    assert set(syms) == {e.name for e in abi.get("sh4").exports}
+    assert set(syms) == {e.name for e in abi.get(name).exports}
     assert set(syms) == {"__kernel_vsyscall", "__kernel_sigreturn", "__kernel_rt_sigreturn"}
     e = elf(image)
-    assert (e.elfclass, e.little_endian, e.header.e_machine, e.header.e_flags) == (32, True, "EM_SH", 1)
+    assert (e.elfclass, e.little_endian, e.header.e_machine, e.header.e_flags) == (32, name == "sh4", "EM_SH", 1)
     assert e.header.e_entry == syms["__kernel_vsyscall"]
     versions = subprocess.run(["sh4-linux-gnu-readelf", "-V", str(image)], capture_output=True, text=True,
                               check=True).stdout
@@ -101,25 +106,27 @@ def test_exports_entry_version_and_no_data_pages(image):
     assert len(loads) == 1 and loads[0]["p_vaddr"] == 0, loads
 
 
-def test_audits_as_sh4_with_no_finding(image):
+def test_audits_as_its_abi_with_no_finding(image):
+    name, image = image
     doc = json.loads(vdsogen("audit", "--format=json", str(image)).stdout)
     (img,) = doc["images"]
-    assert img["abi"]["name"] == "sh4" and img["findings"] == [], img["findings"]
+    assert img["abi"]["name"] == name and img["findings"] == [], img["findings"]
 
 
 def test_trampolines_are_linux_bytes(image):
+    name, image = image
     syms = symbols(image)
     data = image.read_bytes()      # one PT_LOAD at offset 0, address 0: file offset = address
-    for name, want in LINUX_BYTES.items():
-        assert data[syms[name]:syms[name] + 16] == want, name
+    for t, want in LINUX_BYTES[name].items():
+        assert data[syms[t]:syms[t] + 16] == want, t
 
 
-@pytest.mark.parametrize("name", sorted(LINUX_BYTES))
+@pytest.mark.parametrize("name", TRAMPOLINES)
 def test_trampoline_cfi_reads_linux_frame(image, name):
     """The CFA is the interrupted r15 (sc_regs[15], loaded), every other
     register and the pc (the return column: a signal frame resumes at the pc
     itself) at its place in the frame's sigcontext."""
-    assert signal_rules(image, name) == linux_rules(name)
+    assert signal_rules(image[1], name) == linux_rules(name)
 
 
 def test_a_broken_cfi_is_caught(tmp_path):
@@ -135,7 +142,7 @@ def test_a_broken_cfi_is_caught(tmp_path):
     r = vdsogen("build", "-q", f"--specs={specs}", "--arch=sh4", f"--out={tmp_path / 'out'}")
     assert r.returncode == 0, r.stderr
     so = tmp_path / "out" / "vdso.so"
-    for name in LINUX_BYTES:
+    for name in TRAMPOLINES:
         assert signal_rules(so, name) != linux_rules(name)
 
 
@@ -186,27 +193,30 @@ def test_freestanding_harness_is_built_by_gcc_without_libc(tmp_path):
     target = load_target("sh4")
     argv = freestanding_argv(target, tmp_path, [], tmp_path / "harness")
     assert argv[0] == "sh4-linux-gnu-gcc"
-    assert {"-ffreestanding", "-nostdinc", "-nostdlib", "-static", "-lgcc", "-O0"} <= set(argv)
+    assert {"-ffreestanding", "-nostdinc", "-nostdlib", "-static", "-O0"} <= set(argv)
+    assert not [a for a in argv if a.startswith("-l")]          # no libgcc: arch/sh/udivsi3.S
     includes = [argv[i + 1] for i, a in enumerate(argv) if a in ("-I", "-isystem")]
     assert not [i for i in includes if "sh4-linux-gnu/include" in i or i.startswith("/usr/include")], includes
     assert argv.index("-O0") > argv.index("-O2")        # the spec's harness_cflags come last
 
 
-def _selftest(tmp_path, *args):
-    target = load_target("sh4")
+def _selftest(tmp_path, name, *args):
+    target = load_target(name)
     exe = tmp_path / "selftest"
     argv = freestanding_argv(target, tmp_path, [paths.HARNESS / "freestanding" / "test" / "selftest.c"], exe)
     subprocess.run(argv, check=True, capture_output=True, text=True)
     return subprocess.run([*runner(target), str(exe), *args], capture_output=True, text=True, timeout=60)
 
 
-def test_freestanding_library_selftest(tmp_path):
+@pytest.mark.parametrize("name", ["sh4", "sh4eb"])
+def test_freestanding_library_selftest(tmp_path, name):
     """harness/freestanding/arch/sh/: trapa, start-up, clone with TLS at gbr (variant I, the TCB at
-    the thread pointer), sigsetjmp of r8-r15, pr, fpscr and fr12-fr15."""
-    proc = _selftest(tmp_path, "arg")
+    the thread pointer), sigsetjmp of r8-r15, pr, fpscr and fr12-fr15, the division gcc calls;
+    the 64-bit timespec in either byte order (nanosleep)."""
+    proc = _selftest(tmp_path, name, "arg")
     assert proc.returncode == 0 and re.search(r"^\d+ passed, 0 failed$", proc.stdout, re.M), proc.stdout
-    for check in ("printf.ld", "thread.create", "thread.tls", "thread.join", "signal.siginfo", "signal.mask",
-                  "setjmp.zero"):
+    for check in ("printf.ld", "printf.zu", "thread.create", "thread.tls", "thread.join", "signal.siginfo",
+                  "signal.mask", "setjmp.zero", "nanosleep"):
         assert f"ok {check}\n" in proc.stdout, proc.stdout
 
 
@@ -229,7 +239,8 @@ def test_run_maps_the_image_without_time_data(image):
     """`vdsogen run`: the loader maps the image above nominal pages it never reads and keeps
     no time; the probe finds it at AT_SYSINFO_EHDR, by its build-id, and answers the clocks
     by syscalls."""
-    r = vdsogen("run", "--arch=sh4", f"--image={image}", "--", "vdsogen-probe")
+    name, image = image
+    r = vdsogen("run", f"--arch={name}", f"--image={image}", "--", "vdsogen-probe")
     assert r.returncode == 0, r.stderr
     notes = subprocess.run(["sh4-linux-gnu-readelf", "-n", str(image)], capture_output=True, text=True,
                            check=True).stdout

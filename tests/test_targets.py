@@ -40,7 +40,7 @@ CHECK_CLEAN = {
     # GNU ld gives every sparc64 shared object an empty DT_RELA (D007): Linux's images too.
     ("sparc64", "gnu"): {"D007"},
     # No time data, GNU only (LLVM has no SuperH backend).
-    ("sh4", "gnu"): set(),
+    ("sh4", "gnu"): set(), ("sh4eb", "gnu"): set(),
 }
 
 # (target, toolchain) -> the ABIs audit may detect in vdso.so and vdso.so.dbg, in which every
@@ -53,11 +53,11 @@ AUDIT_CLEAN = {
     ("riscv64", "llvm"): {"riscv64"}, ("riscv64", "gnu"): {"riscv64"},
     # The DT_HASH-only parser reads s390x's 8-byte words.
     ("s390x", "llvm"): {"s390x"}, ("s390x", "gnu"): {"s390x"},
-    ("sh4", "gnu"): {"sh4"},
+    ("sh4", "gnu"): {"sh4"}, ("sh4eb", "gnu"): {"sh4eb"},
 }
 # Targets whose ABI no consumer calls into: glibc, musl, Go and the DT_HASH parser make no vDSO
 # call on SuperH (signals return through sa_restorer), so each says n/a rather than works.
-NO_CONSUMER = {"sh4"}
+NO_CONSUMER = {"sh4", "sh4eb"}
 
 # (target, toolchain) whose harness runs the real image -> checks it must report beyond
 # expected_checks (conftest), named here so that a spec that stops declaring them fails.
@@ -71,7 +71,7 @@ HARNESS_CLEAN = {
     ("i386", "llvm"): KERNEL_SIGRETURNS, ("i386", "gnu"): KERNEL_SIGRETURNS,
     ("riscv64", "llvm"): RISCV64, ("riscv64", "gnu"): RISCV64,
     ("s390x", "llvm"): S390X, ("s390x", "gnu"): S390X,
-    ("sh4", "gnu"): SH4,
+    ("sh4", "gnu"): SH4, ("sh4eb", "gnu"): SH4,
 }
 
 

@@ -96,9 +96,9 @@ def gcc_include(cc):
 def freestanding_argv(target, hdir, csources, exe):
     """The compile-and-link command of a freestanding harness ([harness] libc =
     "freestanding"): clang and lld for the target, or its GNU cross gcc
-    (freestanding_gnu) with libgcc, no C library, and in its place
+    (freestanding_gnu), no C library nor libgcc, and in their place
     harness/freestanding/ (headers, the C half, and the start-up, thread
-    entry and setjmp of arch/ARCH/)."""
+    entry, setjmp and any compiler helper of arch/ARCH/)."""
     fs = paths.HARNESS / "freestanding"
     arch = fs / "arch" / target.arch
     if not arch.is_dir():
@@ -111,14 +111,12 @@ def freestanding_argv(target, hdir, csources, exe):
         # _LIBC_LIMITS_H_: gcc's limits.h stands alone rather than include the C library's
         head = [cc, "-ffreestanding", "-nostdinc", "-isystem", gcc_include(cc), "-D_LIBC_LIMITS_H_", "-nostdlib",
                 "-fno-pic", "-static"]
-        libs = ["-lgcc"]
     else:
         head = [cc, f"--target={target.harness.clang_target or target.toolchain.clang_target}",
                 "-ffreestanding", "-nostdlibinc", "-nostdlib", "-fno-pic", "-static", f"--ld-path={ld}"]
-        libs = []
     return [*head, *flags, f"-DH_IMAGE_CLASS={target.elf.elf_class}", *target.toolchain.harness_cflags,
             "-I", str(hdir), "-I", str(paths.HARNESS), "-isystem", str(fs / "include"), "-isystem", str(arch),
-            *(str(s) for s in sources), *libs, "-o", str(exe)]
+            *(str(s) for s in sources), "-o", str(exe)]
 
 
 def runner(target):
