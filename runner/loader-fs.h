@@ -63,10 +63,24 @@ static inline int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 	return sigprocmask(how, set, old);
 }
 
+#ifdef __sh__
+/* SuperH's pread64: a padding word (r7), then the 64-bit offset in r0 and r1, in memory order. */
+static inline ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	long lo = (long)off, hi = off < 0 ? -1 : 0;
+
+#ifdef __BIG_ENDIAN__
+	return syscall(SYS_pread64, (long)fd, buf, n, 0L, hi, lo);
+#else
+	return syscall(SYS_pread64, (long)fd, buf, n, 0L, lo, hi);
+#endif
+}
+#else
 static inline ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
 	return syscall(SYS_pread64, (long)fd, buf, n, (long)off);
 }
+#endif
 
 static inline int ftruncate(int fd, off_t len)
 {

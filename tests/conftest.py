@@ -36,6 +36,8 @@ TARGETS = tuple(sorted(p.stem for p in (ROOT / "specs").glob("*.toml")))
 # riscv32, whose Linux image has no time function.
 CLOCK_TARGETS = tuple(n for n in TARGETS
                       if {"clock_gettime", "clock_gettime64"} & {e.impl for e in load_target(n).exports})
+# Those with time data (data pages and a counter): not sh4, whose Linux image reads none.
+TIME_TARGETS = tuple(n for n in TARGETS if load_target(n).datapage is not None)
 
 
 @pytest.fixture
@@ -196,10 +198,10 @@ def expected_checks(target):
     """Check names the harness must report for target, from its spec."""
     impls = {e.impl for e in target.exports}
     # A v6.17+ layout's aux clocks (CLOCK_AUX + i) get checks of their own, not id_16 and id_23.
-    naux = target.datapage.layout.aux_clocks
+    naux = target.datapage.layout.aux_clocks if target.datapage else 0      # sh4: no time data
     syscall_ids = [i for i in SYSCALL_IDS if not 16 <= i < 16 + naux]
     aux = [f"AUX{i}" for i in range(naux)]
-    names = ["map", "image", "counter", "syscall_numbers"]
+    names = ["map", "image", *(["counter"] if target.datapage else []), "syscall_numbers"]
     if (paths.ARCH / target.arch / "harness-patch.h.j2").is_file():
         names.append("patch")
     names += [f"symbol.{name}" for name, _, _ in target.symbols()]
@@ -240,7 +242,8 @@ def expected_checks(target):
                                              "fork", "states")]
     names += list(target.harness.checks)
     if "vsyscall" in impls:
-        names += ["vsyscall.getpid", "vsyscall.error", "vsyscall.six_arguments"]
+        names += ["vsyscall.getpid", "vsyscall.error",
+                  "vsyscall.four_arguments" if target.arch == "sh" else "vsyscall.six_arguments"]
     for impl in ("futex_robust_list64_try_unlock", "futex_robust_list32_try_unlock"):
         if impl in impls:
             names += [f"{impl}.{c}" for c in ("unlock", "contended", "critical_section")]

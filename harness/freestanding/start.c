@@ -72,6 +72,10 @@ void *fs_tls_new(void **block, size_t *size)
 	*block = p;
 	tp = (unsigned char *)(((uintptr_t)p + FS_TLS_TCB_SIZE + align - 1) & ~(uintptr_t)(align - 1));
 	memcpy(tp + skew, (const void *)tls_phdr->p_vaddr, tls_phdr->p_filesz);
+#ifdef FS_TLS_TCB_AT_TP
+	/* The thread pointer at the TCB, the block max(TCB, p_align) above it (SuperH); align leaves room. */
+	tp -= tls_phdr->p_align > FS_TLS_TCB_SIZE ? tls_phdr->p_align : FS_TLS_TCB_SIZE;
+#endif
 	return tp;
 }
 

@@ -60,34 +60,61 @@ def compiler(target):
     return f"{target.toolchain.gnu_triple}-gcc"
 
 
-def freestanding_programs():
-    """clang and lld for a freestanding harness, as LLVM= selects them
-    (CROSS_COMPILE= names a GNU toolchain, which has no freestanding libc
-    either: clang-19 then)."""
+def freestanding_gnu(target):
+    """Whether the target's freestanding harness is built with its GNU cross
+    gcc rather than clang: for an ABI LLVM has no backend for (no
+    clang_target, SuperH)."""
+    return not (target.harness.clang_target or target.toolchain.clang_target)
+
+
+def freestanding_programs(target):
+    """The compiler (and linker, None for gcc's own) of a freestanding
+    harness: clang and lld as LLVM= selects them (CROSS_COMPILE= names a GNU
+    toolchain, which has no freestanding libc either: clang-19 then), or
+    the target's GNU cross gcc (freestanding_gnu)."""
     from vdsogen.build.toolchain import select_programs
 
+    if freestanding_gnu(target):
+        return compiler(target), None
     p = select_programs()
     if p.kind != "llvm":
         p = select_programs({})
     return p.cc, p.linker
 
 
+def gcc_include(cc):
+    """gcc's own header directory (stddef.h, stdint.h, limits.h), which
+    -nostdinc drops with the C library's."""
+    try:
+        out = subprocess.run([cc, "-print-file-name=include"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        raise HarnessError(f"{cc}: cannot run (the freestanding harness is built with it; run scripts/setup.sh)") \
+            from None
+    return out.strip()
+
+
 def freestanding_argv(target, hdir, csources, exe):
     """The compile-and-link command of a freestanding harness ([harness] libc =
-    "freestanding"): clang and lld for the target, no C library, and in its
-    place harness/freestanding/ (headers, the C half, and the start-up,
-    thread entry and setjmp of arch/ARCH/)."""
+    "freestanding"): clang and lld for the target, or its GNU cross gcc
+    (freestanding_gnu), no C library nor libgcc, and in their place
+    harness/freestanding/ (headers, the C half, and the start-up, thread
+    entry, setjmp and any compiler helper of arch/ARCH/)."""
     fs = paths.HARNESS / "freestanding"
     arch = fs / "arch" / target.arch
     if not arch.is_dir():
         raise HarnessError(f"{arch}: missing (the {target.name} harness is freestanding: "
                            f"[harness] libc in {target.path})")
-    cc, ld = freestanding_programs()
+    cc, ld = freestanding_programs(target)
     flags = [f for f in HARNESS_CFLAGS if f not in ("-static", "-pthread")]
     sources = [*csources, *sorted(fs.glob("*.c")), *sorted(arch.glob("*.S"))]
-    return [cc, f"--target={target.harness.clang_target or target.toolchain.clang_target}",
-            "-ffreestanding", "-nostdlibinc", "-nostdlib", "-fno-pic", "-static", f"--ld-path={ld}",
-            *flags, f"-DH_IMAGE_CLASS={target.elf.elf_class}", *target.toolchain.harness_cflags,
+    if ld is None:
+        # _LIBC_LIMITS_H_: gcc's limits.h stands alone rather than include the C library's
+        head = [cc, "-ffreestanding", "-nostdinc", "-isystem", gcc_include(cc), "-D_LIBC_LIMITS_H_", "-nostdlib",
+                "-fno-pic", "-static"]
+    else:
+        head = [cc, f"--target={target.harness.clang_target or target.toolchain.clang_target}",
+                "-ffreestanding", "-nostdlibinc", "-nostdlib", "-fno-pic", "-static", f"--ld-path={ld}"]
+    return [*head, *flags, f"-DH_IMAGE_CLASS={target.elf.elf_class}", *target.toolchain.harness_cflags,
             "-I", str(hdir), "-I", str(paths.HARNESS), "-isystem", str(fs / "include"), "-isystem", str(arch),
             *(str(s) for s in sources), "-o", str(exe)]
 
@@ -196,7 +223,7 @@ def build_harness(target, workdir, builder=None):
     workdir = Path(workdir)
     builder = builder or Builder(target)
     freestanding = target.harness.libc == "freestanding"
-    cc = freestanding_programs()[0] if freestanding else compiler(target)
+    cc = freestanding_programs(target)[0] if freestanding else compiler(target)
     if shutil.which(cc) is None:
         raise HarnessError(f"{cc}: not found (the {target.name} harness needs it; run scripts/setup.sh)")
     csources = sorted(paths.HARNESS.glob("*.c"))

@@ -89,7 +89,7 @@ def run_target(target, image):
 
 def prepare_foreign(target, argv, image):
     """qemu-user, the target's loader, the image, the program."""
-    from vdsogen.harness.driver import runner
+    from vdsogen.harness.driver import harness_view, runner
 
     qemu = runner(target)
     test = run_target(target, image)
@@ -97,7 +97,8 @@ def prepare_foreign(target, argv, image):
         # As `vdsogen test` does: the real build is made and checked, its counter read by its words (T002).
         checked_image(target, None)
     snap = checked_image(test, image)
-    return [*qemu, str(build_loader(test)), *getcpu_options(target, snap), "--", snap, *argv]
+    # harness_view: a target without time data gets a loader over nominal data pages, which the image never reads.
+    return [*qemu, str(build_loader(harness_view(test))), *getcpu_options(target, snap), "--", snap, *argv]
 
 
 def getcpu_options(target, image):
@@ -120,7 +121,8 @@ def getcpu_options(target, image):
 
 def freestanding(target):
     """Whether the target's loader and probe are built as its harness is, freestanding
-    ([harness] libc = "freestanding": clang and harness/freestanding/, no C library)."""
+    ([harness] libc = "freestanding": clang, or gcc where LLVM has no backend, and
+    harness/freestanding/, no C library)."""
     return target.harness.libc == "freestanding"
 
 
@@ -182,7 +184,10 @@ def build_loader(target):
     """The target's guest loader: runner/loader.c with the harness's timekeeper (harness/*.c but
     main.c), its headers rendered for the target."""
     csources = [runner_dir() / "loader.c", *sorted(p for p in paths.HARNESS.glob("*.c") if p.name != "main.c")]
-    where = "--image-base" if freestanding(target) else "-Ttext-segment"     # lld's, GNU ld's
+    from vdsogen.harness.driver import freestanding_gnu
+
+    lld = freestanding(target) and not freestanding_gnu(target)
+    where = "--image-base" if lld else "-Ttext-segment"     # lld's, GNU ld's
     return build_with_headers("loader", target, csources, [f"-Wl,{where}={LOADER_ADDRESS:#x}"])
 
 

@@ -7,8 +7,11 @@
 /* The kernel's __kernel_timespec on every ABI: 64-bit seconds, and the nanoseconds padded to 64 bits. */
 struct timespec {
 	time_t	tv_sec;
+#if __SIZEOF_LONG__ == 4 && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	int	: 32;		/* the high half on a big-endian ABI (sh4eb): the kernel drops it */
+#endif
 	long	tv_nsec;
-#if __SIZEOF_LONG__ == 4
+#if __SIZEOF_LONG__ == 4 && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	int	: 32;		/* the high half on a little-endian ABI (rv32): the kernel drops it */
 #endif
 };
