@@ -146,6 +146,9 @@ def native_images(work):
     (specs / "nogetrandom.toml").write_text("\n".join(lines) + "\n")
     checked([*VDSOGEN, "build", "-q", f"--specs={specs}", "--arch=nogetrandom", f"--out={work / 'without'}"], cwd=ROOT)
     constant = build_broken(target, work / "constant", CONSTANT_EDITS)
+    # The image and the supervisor into vdsogen run's cache first: the compilers that build them draw from
+    # getrandom too, which perf would count.
+    checked([*VDSOGEN, "run", f"--arch={NATIVE}", "--", "true"], cwd=ROOT)
     return {"without": [f"--specs={specs}", "--arch=nogetrandom", "--image", str(work / "without" / "vdso.so")],
             "constant": [f"--arch={NATIVE}", "--image", str(constant)]}
 
@@ -185,11 +188,12 @@ def test_native_glibc_fork_draws_differ(glibc_consumer):
 
 # --- under qemu-user: qemu's syscall log --------------------------------------------------------------------
 
-# "PID getrandom(BUF,16,0) = 16": a consumer's call made as the syscall.
-SYSCALL16 = re.compile(r"^\d+ getrandom\(0x[0-9a-f]+,16,0\) = 16$", re.M)
+# qemu's log has "PID call(args)", then " = result" when it returns: threads' lines interleave (Go's), so a call
+# is found anywhere in a line, and a result only right after its call.  A consumer's 16-byte getrandom syscall:
+SYSCALL16 = re.compile(r"\d+ getrandom\(0x[0-9a-f]+,16,0\)")
 # A state mapping as the query says (PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_DROPPABLE), and its result.
-STATE_MAP = re.compile(r"^\d+ mmap2?\((?:NULL|0x0+),(\d+),PROT_READ\|PROT_WRITE,"
-                       r"MAP_ANONYMOUS\|(?:0x8|MAP_DROPPABLE),-1,0\) = (.*)$", re.M)
+STATE_MAP = re.compile(r"\d+ mmap2?\((?:NULL|0x0+),(\d+),PROT_READ\|PROT_WRITE,"
+                       r"MAP_ANONYMOUS\|(?:0x8|MAP_DROPPABLE),-1,0\)( = -1 errno=22| = 0x[0-9a-f]+)?")
 
 
 def traced_qemu(work, name):
@@ -220,10 +224,11 @@ def qemu_run(work, name, program):
 def check_under_qemu(out, syscalls, maps):
     parse(out, QEMU_CALLS)
     assert maps, f"no state mapped as the query says (MAP_ANONYMOUS | MAP_DROPPABLE): the export was not used\n{out}"
-    if all(result.startswith("-1 errno=22") for _, result in maps):
-        assert syscalls == QEMU_CALLS, f"{syscalls} getrandom syscalls for {QEMU_CALLS} calls"
-    else:
-        assert syscalls < QEMU_CALLS // 10, f"states mapped {maps}, yet {syscalls} syscalls for {QEMU_CALLS} calls"
+    refused = sum(result == " = -1 errno=22" for _, result in maps)
+    mapped = sum(result.startswith(" = 0x") for _, result in maps)
+    # qemu refuses MAP_DROPPABLE: every call is the syscall.  Should it map the states, the calls are the image's.
+    assert (refused and syscalls == QEMU_CALLS) or (mapped and syscalls < QEMU_CALLS // 10), \
+        f"{len(maps)} state mappings ({refused} refused, {mapped} made), {syscalls} syscalls for {QEMU_CALLS} calls"
 
 
 @pytest.mark.parametrize("name", [n for n in GLIBC if n != NATIVE])
