@@ -46,6 +46,7 @@ if ! command -v perf >/dev/null; then
 	echo "  SETUP   apt-get install linux-perf"
 	SUDO=""
 	[ "$(id -u)" -eq 0 ] || SUDO=sudo
+	$SUDO apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends linux-perf >/dev/null
 fi
 fetched() { [ "$(cat "$CACHE/stamp" 2>/dev/null)" = "$WANT" ]; }

@@ -16,8 +16,8 @@ targets is the harness's (test_getrandom.py: it maps its states MAP_PRIVATE and 
 a qemu map the states, the calls must be answered in user space.
 
 Not run: glibc on ppc64 (big-endian): its dynamic loader (trixie's 2.41, and the host's 2.36) dies of
-SIGSEGV during start-up on vdsogen's ppc64 image, before getrandom; Go on ppc32 (no Go port) and riscv64 (no
-Go release has the vDSO getrandom there).
+SIGSEGV during start-up on vdsogen's ppc64 image, before getrandom, and without the export too; Go on ppc32
+(no Go port) and riscv64 (no Go release has the vDSO getrandom there).
 """
 
 import json
