@@ -77,6 +77,9 @@ def checked(argv, **kw):
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
+    """A directory for the module's builds; an error of every test when the fetch did not complete."""
+    for stamp in ("stamp", "gostamp"):
+        fetched(CACHE / stamp)
     return tmp_path_factory.mktemp("consumers")
 
 
