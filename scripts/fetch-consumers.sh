@@ -23,7 +23,7 @@
 #
 # The cache is $VDSOGEN_CONSUMERS (default ~/.cache/vdsogen/consumers):
 #   apt/      a private apt (trixie and unstable, amd64 indexes: the packages above are amd64 or "all")
-#   debs/     the downloads
+#   debs/     the downloads, removed once unpacked
 #   root/     the packages unpacked: usr/TRIPLE/lib, usr/lib/go-1.24, usr/bin/qemu-*
 #   gocache/  Go's build cache
 #   stamp     what root/ holds, written last: a rerun that finds it complete fetches nothing
@@ -76,6 +76,7 @@ if ! fetched; then
 		dpkg-deb -x "$deb" "$CACHE/root"
 	done
 	echo "  UNPACK  $(ls "$CACHE/debs" | wc -l) packages into $CACHE/root"
+	rm -f "$CACHE"/debs/*.deb
 	echo "$WANT" >"$CACHE/stamp"
 fi
 if ! built; then
