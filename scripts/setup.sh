@@ -49,3 +49,7 @@ if [ ! -x "$ROOT/.venv/bin/vdsogen" ]; then
 	/usr/bin/python3 -m venv --system-site-packages "$ROOT/.venv"
 	"$ROOT/.venv/bin/python" -m pip install -q --no-deps --no-build-isolation -e "$ROOT"
 fi
+
+# The getrandom consumers tests/test_getrandom_consumers.py runs (glibc 2.41, Go 1.24, qemu 10: from Debian, into
+# a cache) and linux-perf.
+sh "$ROOT/scripts/fetch-consumers.sh"

@@ -87,11 +87,27 @@ def run_target(target, image):
     return target.test_build()
 
 
+def emulator(target) -> list[str]:
+    """The qemu-user that runs the target: qemu-NAME ([toolchain] qemu) of the directory $VDSOGEN_QEMU
+    when set (another qemu than the host's, such as Debian trixie's that scripts/fetch-consumers.sh
+    unpacks), else the host's, as the harness finds it."""
+    from vdsogen.harness.driver import runner
+
+    where = os.environ.get("VDSOGEN_QEMU")
+    if not where:
+        return runner(target)
+    qemu = Path(where) / f"qemu-{target.toolchain.qemu}"
+    if not qemu.is_file() or not os.access(qemu, os.X_OK):
+        raise RunError(f"VDSOGEN_QEMU={where}: no executable qemu-{target.toolchain.qemu} there (the emulator "
+                       f"of {target.name})")
+    return [str(qemu)]
+
+
 def prepare_foreign(target, argv, image):
     """qemu-user, the target's loader, the image, the program."""
-    from vdsogen.harness.driver import harness_view, runner
+    from vdsogen.harness.driver import harness_view
 
-    qemu = runner(target)
+    qemu = emulator(target)
     test = run_target(target, image)
     if test is not target and image is None:
         # As `vdsogen test` does: the real build is made and checked, its counter read by its words (T002).
@@ -283,5 +299,5 @@ def run_foreign(target, args, syscall_counts):
     return rc
 
 
-__all__ = ["check_supported", "run_target", "is_test_build", "prepare_foreign", "run_foreign", "build_loader",
-           "build_with_headers", "freestanding", "getcpu_options", "start_timekeeper", "stop_timekeeper", "count_qemu_log"]
+__all__ = ["check_supported", "emulator", "run_target", "is_test_build", "prepare_foreign", "run_foreign",
+           "build_loader", "build_with_headers", "freestanding", "getcpu_options", "start_timekeeper", "stop_timekeeper", "count_qemu_log"]
