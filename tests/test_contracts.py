@@ -162,6 +162,9 @@ def test_user_tree_adds_a_counter_and_overrides_a_mode_number(tmp_path):
 def test_every_arch_contract_loads_and_every_spec_names_its_modes():
     for name in list_targets():
         target = load_target(name)
+        if target.counter is None:      # no time data (parisc's): no counter, no modes
+            assert target.datapage is None, name
+            continue
         assert target.counter.clock_modes and all(m.name for m in target.counter.clock_modes)
     for spec in [*(ROOT / "specs").glob("*.toml"), *(ROOT / "docs").glob("*/*.toml"),
                  *(ROOT / "docs").glob("examples/*/*.toml")]:

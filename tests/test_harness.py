@@ -20,8 +20,8 @@ from vdsogen.spec.layout import load_layout
 from vdsogen.spec.model import load_target
 from vdsogen.build.toolchain import Builder
 
-from conftest import (CLOCK_TARGETS, CLOCKS, TARGETS, build_broken, expected_checks, harness_target, run_broken,
-                      run_variant)
+from conftest import (CLOCK_TARGETS, CLOCKS, TARGETS, TIME_TARGETS, build_broken, expected_checks, harness_target,
+                      run_broken, run_variant)
 
 
 COUNTER_CLOCKS = ["REALTIME", "MONOTONIC", "MONOTONIC_RAW", "BOOTTIME", "TAI"]
@@ -150,7 +150,7 @@ WIDE_BREAKAGES = {
     # The branch multiplies in 64 bits: only an overflowing product shows it.
     "64-bit": ("return (delta * vc->mult + base) >> vc->shift;", ["max_cycles.overflow"]),
 }
-MAX_CYCLES_TARGETS = [n for n in TARGETS if load_target(n).datapage.layout.has_max_cycles]
+MAX_CYCLES_TARGETS = [n for n in TIME_TARGETS if load_target(n).datapage.layout.has_max_cycles]
 
 
 def test_some_target_has_max_cycles():
@@ -253,7 +253,7 @@ def test_missing_arch_check_is_an_error(tmp_path, monkeypatch):
         build_harness(target, tmp_path / "work", Builder(target, stream=io.StringIO()))
 
 
-@pytest.mark.parametrize("name", TARGETS)
+@pytest.mark.parametrize("name", TIME_TARGETS)
 def test_coarse_syscall_variant_passes_every_check(name, syscall_variant):
     variant, status, outcome, output, _, _ = syscall_variant(name)
     assert not outcome.failed, output
@@ -335,7 +335,7 @@ def layout_615(name, layouts):
     return load_layout("linux-6.15")
 
 
-@pytest.mark.parametrize("name", TARGETS)
+@pytest.mark.parametrize("name", TIME_TARGETS)
 def test_linux_6_15_layout(name, layouts, tmp_path):
     layout = layout_615(name, layouts)
     assert layout.field_offset(layout.time_struct, "tz_minuteswest") == \
@@ -362,7 +362,7 @@ def write_layout_without_timens(layouts, base):
     return load_layout(name)
 
 
-@pytest.mark.parametrize("name", TARGETS)
+@pytest.mark.parametrize("name", TIME_TARGETS)
 def test_layout_without_timens_page(name, layouts, tmp_path):
     target = load_target(name)
     layout = write_layout_without_timens(layouts, target.datapage.layout)

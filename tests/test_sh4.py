@@ -187,8 +187,9 @@ def test_the_harness_builds_without_time_data(image, tmp_path):
     assert build_harness(target, tmp_path).is_file()
 
 
+# `vdsogen run` takes a target without time data since parisc's (its loader maps the image over
+# nominal pages); SuperH's loader entry is what it lacks.
 @pytest.mark.parametrize("command, message", [
-    (("run", "--", "/bin/true"), "`vdsogen run` does not support such a target yet"),
     (("bench",), "nothing to benchmark"),
 ])
 def test_run_and_bench_say_there_is_no_time_data(image, command, message):

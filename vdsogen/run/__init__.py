@@ -236,6 +236,8 @@ def image_target(target, image):
     from vdsogen.errors import ImageError
     from vdsogen.harness.layouts import of_image
 
+    if target.datapage is None:
+        return target       # no data pages to lay out (a target without time data: parisc's)
     try:
         if image is None or not Path(image).is_file() or is_vdsogen_image(image):
             return target
@@ -320,9 +322,6 @@ def prepare(target, argv, image=None, syscall_counts=None):
 
     if not argv:
         raise RunError("no program given: vdsogen run --arch=T [--image FILE] -- PROGRAM [ARG...]")
-    if target.datapage is None:
-        raise RunError(f"{target.path}: no time data (no [counter], no [datapage]): the loader keeps data pages "
-                       f"current, and this image has none; `vdsogen run` does not support such a target yet")
     if target.toolchain.qemu is not None:
         from vdsogen.run.foreign import check_supported
 
