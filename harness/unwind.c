@@ -470,6 +470,10 @@ static void on_fault_common(void)
 		siglongjmp(u.escape, u.handled ? 2 : 1);
 	_Unwind_Backtrace(sig_frame, NULL);
 	mprotect(u.page, (size_t)getpagesize(), PROT_READ | PROT_WRITE);
+#ifdef HARNESS_TRAMP_CFA
+	/* The frame the trampoline's rt_sigreturn restores from, where the emulator looks (parisc). */
+	harness_before_sigreturn();
+#endif
 	u.depth--;
 	u.handled++;
 }
@@ -539,9 +543,16 @@ static void unwind_through(const char *name, int rt, uintptr_t tramp)
 	else if (!u.ip_before)
 		chk_fail(&k, "the interrupted pc %#lx counts as a return address: no signal frame ('S')",
 			 (unsigned long)u.ip);
+#ifdef HARNESS_TRAMP_CFA
+	/* parisc: Linux's CFI makes the frame's sigcontext the CFA. */
+	else if (u.tramp_cfa != HARNESS_TRAMP_CFA(u.uc, u.sp))
+		chk_fail(&k, "%s's CFA is %#lx, the frame's sigcontext is at %#lx", name,
+			 (unsigned long)u.tramp_cfa, (unsigned long)HARNESS_TRAMP_CFA(u.uc, u.sp));
+#else
 	else if (u.tramp_cfa != u.sp + HARNESS_CFA_SP_OFFSET)
 		chk_fail(&k, "%s's CFA is %#lx, the interrupted stack pointer %#lx (+%d)", name,
 			 (unsigned long)u.tramp_cfa, (unsigned long)u.sp, HARNESS_CFA_SP_OFFSET);
+#endif
 	else if (u.stage < 3 || u.caller_ip != u.ret)
 		chk_fail(&k, "the interrupted function's caller comes out at %#lx, its return address is %#lx",
 			 (unsigned long)u.caller_ip, (unsigned long)u.ret);

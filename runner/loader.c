@@ -562,6 +562,19 @@ static void load(const char *path, struct loaded *l)
 	free(ph);
 }
 
+#ifdef __hppa__
+/*
+ * hppa's stack grows up: the kernel puts the strings and the vectors at its
+ * bottom and the stack pointer above them (start_thread()).  Here they take
+ * the mapping's first STACK_INFO bytes, built as below; the program's stack
+ * grows from stack_up.
+ */
+#define STACK_INFO	(256UL << 10)
+static uintptr_t stack_up;
+#else
+#define STACK_INFO	STACK_SIZE
+#endif
+
 /* The stack a kernel builds: argc, argv[], envp[], the auxiliary vector, then the strings. */
 static uintptr_t build_stack(int argc, char **argv, char **envp, const struct loaded *p, uintptr_t interp_base)
 {
@@ -576,10 +589,15 @@ static uintptr_t build_stack(int argc, char **argv, char **envp, const struct lo
 	while (envp[envc])
 		envc++;
 	strs = calloc(argc + envc, sizeof(*strs));
-	s = (char *)stk + STACK_SIZE;
+	s = (char *)stk + STACK_INFO;
+#ifdef __hppa__
+	stack_up = (uintptr_t)s + 4096;		/* a page above them: a frame marker lies below the stack pointer */
+#endif
 	for (i = 0; i < argc + envc; i++) {
 		const char *from = i < argc ? argv[i] : envp[i - argc];
 
+		if ((size_t)(s - (char *)stk) < strlen(from) + 1 + 4096)
+			die("stack", "the arguments and the environment do not fit");
 		s -= strlen(from) + 1;
 		strcpy(s, from);
 		strs[i] = s;
@@ -667,6 +685,18 @@ static void __attribute__((noreturn)) start(uintptr_t sp, uintptr_t entry)
 	register uintptr_t to __asm__("r1") = entry;
 
 	__asm__ volatile("lgr %%r15, %0\n\tlghi %%r14, 0\n\tbr %1" : : "r"(sp), "a"(to) : "memory");
+#elif defined(__hppa__)
+	/*
+	 * start_thread(): argc in r25, argv in r24, r23 (the dynamic linker's
+	 * finaliser) 0; the stack pointer above the vectors, as the stack grows up.
+	 */
+	register uintptr_t to __asm__("r22") = entry;
+	register uintptr_t up __asm__("r21") = stack_up;
+	register uintptr_t r25 __asm__("r25") = *(const uintptr_t *)sp;
+	register uintptr_t r24 __asm__("r24") = sp + sizeof(uintptr_t);
+
+	__asm__ volatile("copy %%r21, %%r30\n\tcopy %%r0, %%r23\n\tcopy %%r0, %%r2\n\tbv %%r0(%%r22)\n\tnop"
+			 : : "r"(to), "r"(up), "r"(r25), "r"(r24) : "memory");
 #elif defined(__sparc__) && defined(__arch64__)
 	/*
 	 * argc sits one register window (16 doublewords) above the biased %sp;

@@ -150,7 +150,7 @@ WIDE_BREAKAGES = {
     # The branch multiplies in 64 bits: only an overflowing product shows it.
     "64-bit": ("return (delta * vc->mult + base) >> vc->shift;", ["max_cycles.overflow"]),
 }
-MAX_CYCLES_TARGETS = [n for n in TARGETS if (dp := load_target(n).datapage) is not None and dp.layout.has_max_cycles]
+MAX_CYCLES_TARGETS = [n for n in TIME_TARGETS if load_target(n).datapage.layout.has_max_cycles]
 
 
 def test_some_target_has_max_cycles():

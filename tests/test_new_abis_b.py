@@ -230,7 +230,9 @@ def test_parisc_decoder_agrees_with_gnu_objdump(tmp_path):
 
 
 # An image laid out as Linux 6.12's vdso32 (its facts, vdsogen's own source): the two trampolines
-# the kernel links by offset, the time functions 6.11 added as plain syscalls.
+# the kernel links by offset (exported by the names of Linux's version script, as vdsogen's images
+# export them: Linux's own keep them local), the time functions 6.11 added as plain syscalls, all
+# under LINUX_6.11.
 LINUX_LIKE = """
 	.text
 	.align	64
@@ -269,7 +271,7 @@ __kernel_restart_syscall32:
 	.size	\\name, . - \\name
 	.endm
 	wrapper	__vdso_gettimeofday, 78
-	wrapper	__vdso_clock_gettime, 246
+	wrapper	__vdso_clock_gettime, 256
 	wrapper	__vdso_clock_gettime64, 403
 
 	.section .note.Linux, "a", @note
@@ -286,7 +288,7 @@ def test_parisc_audit_recognises_a_linux_image(tmp_path):
     import subprocess
     src, obj, so, ver = tmp_path / "v.S", tmp_path / "v.o", tmp_path / "vdso32.so", tmp_path / "v.map"
     src.write_text(LINUX_LIKE)
-    ver.write_text("LINUX_5.18 { global: __kernel_sigtramp_rt32; __kernel_restart_syscall32; __vdso_gettimeofday; "
+    ver.write_text("LINUX_6.11 { global: __kernel_sigtramp_rt32; __kernel_restart_syscall32; __vdso_gettimeofday; "
                    "__vdso_clock_gettime; __vdso_clock_gettime64; local: *; };\n")
     subprocess.run(["hppa-linux-gnu-gcc", "-c", str(src), "-o", str(obj)], check=True)
     lds = tmp_path / "v.lds"

@@ -233,8 +233,10 @@ BRANCHY = ["x86_64", "x32", "i386", "arm64", "arm64-be", "arm", "arm-be", "arm64
 # literal words from Thumb code, for llvm-objdump or the decoder.  Its
 # unstripped twin, the same code, is compared instead.
 STRIPPED_ARM = {f"vdsogen:{t}.so" for t in TARGETS if load_target(t).elf.machine_name == "EM_ARM"}
-# llvm-objdump has no SuperH: the SH decoder is held to GNU objdump (test_new_abis_a.py).
-NO_LLVM = {f"vdsogen:{t}.{k}" for t in TARGETS if load_target(t).elf.machine_name == "EM_SH" for k in ("so", "dbg")}
+# llvm-objdump has no SuperH and no PA-RISC: their decoders are held to GNU objdump (test_new_abis_a.py,
+# test_new_abis_b.py).
+NO_LLVM = {f"vdsogen:{t}.{k}" for t in TARGETS if load_target(t).elf.machine_name in ("EM_SH", "EM_PARISC")
+           for k in ("so", "dbg")}
 ALL = [i for i in IMAGES if i not in STRIPPED_ARM | NO_LLVM] + [f"branchy:{name}" for name in BRANCHY]
 
 

@@ -185,21 +185,21 @@ def read_embedding(target, so, dbg, name=DEFAULT_NAME):
         symbols.append(Symbol(s.name, s.value - base, what.get(s.name, "exported")))
     symbols.sort(key=lambda s: (s.offset, s.name))
 
-    dp = target.datapage
-    data_offset = -dp.pages * dp.page_size
+    dp = target.datapage        # None: a target without time data (parisc's), no data pages below the text
+    data_offset = -dp.pages * dp.page_size if dp else 0
     pages = tuple(Page(p.index, p.role, data_offset + p.index * dp.page_size, p.symbol)
-                  for p in dp.layout.pages)
+                  for p in dp.layout.pages) if dp else ()
     hidden = {s.name: _signed(s.value, image.elf_class) - base for s in ElfImage(dbg).symtab if s.defined}
     labels = _labels(target, image, hidden, symbols)
-    expect = {"vdso_u_data": data_offset, **{p.symbol: p.offset for p in pages if p.symbol}}
+    expect = {"vdso_u_data": data_offset, **{p.symbol: p.offset for p in pages if p.symbol}} if dp else {}
     for sym, offset in expect.items():
         if sym in hidden and hidden[sym] != offset:
             raise BuildError(f"{dbg}: {sym} is at {hidden[sym]:#x}, but the spec puts it at {offset:#x}")
 
     build_id = next((bytes(n.desc).hex() for n in image.notes if n.name == "GNU" and n.type == NT_GNU_BUILD_ID), "")
     alt = image.section(".altinstructions")
-    size = -(-len(image.data) // dp.page_size) * dp.page_size
-    return Embedding(name, target.name, target.path, image.data, dp.page_size, size, data_offset,
+    size = -(-len(image.data) // target.page_size) * target.page_size
+    return Embedding(name, target.name, target.path, image.data, target.page_size, size, data_offset,
                      -data_offset, pages, tuple(symbols), image.e_entry - base if image.e_entry else None,
                      build_id, (alt.offset, alt.size) if alt else None, labels)
 

@@ -237,7 +237,7 @@ def image_target(target, image):
     from vdsogen.harness.layouts import of_image
 
     if target.datapage is None:
-        return target       # no time data (sh4): no pages to lay out, Linux's image as vdsogen's
+        return target       # no time data (sh4, parisc): no data pages to lay out
     try:
         if image is None or not Path(image).is_file() or is_vdsogen_image(image):
             return target

@@ -118,6 +118,7 @@ class Abi:
     syscalls: Syscalls | None = None  # None: vdsogen builds no vDSO of the ABI (audit only)
     kernel_labels: tuple = ()  # of KernelLabel: the kernel's labels inside entry points
     suseconds: str = "long"  # the C type of __kernel_suseconds_t (timeval's tv_usec): "int" on sparc64
+    one_node: bool = False   # each kernel defines one of `versions`, a later one renaming it (parisc's 6.11)
 
     @property
     def hash_style(self) -> str:
@@ -231,7 +232,8 @@ def _abi(name, t):
               version, t.int("page_size"), tuple(t.list("core", str, kindname="a string")), tuple(flags),
               t.str("entry", None), tuple(tramps), _lookups(t.table("lookups"), version), t.int("hash_word", 4),
               t.str("notes", ""), _exports(t, version, t.raw("versions")), _hash_styles(t),
-              _syscalls(t.table("syscalls", None)), _kernel_labels(t), t.str("suseconds", "long", choices=SUSECONDS))
+              _syscalls(t.table("syscalls", None)), _kernel_labels(t), t.str("suseconds", "long", choices=SUSECONDS),
+              t.bool("one_node", False))
     t.done()
     return abi
 

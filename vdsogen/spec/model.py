@@ -714,12 +714,15 @@ class _Parser:
     def _timeless(self) -> bool:
         """A target without time data: the spec has neither [counter] nor
         [datapage], and no export reads the data pages (every export an arch
-        entry that asks no data).  Its image maps no data pages and reads no
-        counter; the tables are required otherwise, each "missing" on its own."""
+        entry that asks no data, or a core function the spec moves into an
+        arch fragment, which is what the fragment makes it: parisc's time
+        functions are plain syscalls; one that reached for data pages would
+        not link).  Its image maps no data pages and reads no counter; the
+        tables are required otherwise, each "missing" on its own."""
         top = self.top
         if top.has("counter") or top.has("datapage") or self.exports_failed:
             return False
-        return not any(e.function.uses_data or not e.arch_impl for e in self.exports)
+        return all(e.arch_impl and (not e.function.uses_data or e.function.where == "core") for e in self.exports)
 
     def _counter(self):
         """[counter]: the fragment, its modes (by name) and parameters, as its contract declares them."""

@@ -84,7 +84,10 @@ def verdef_hash(ctx: Context) -> Findings:
       that holds none of the exports a kernel of that Linux version has
       (i386 images before 3.15 have only LINUX_2.5: their time functions,
       and LINUX_2.6 with them, came in 3.15) hides nothing from a libc of
-      its time.  The eras come from the ABI catalogue's `exports`.""")
+      its time.  The eras come from the ABI catalogue's `exports`.  Where
+      each kernel of the ABI defines one node, a later one renaming it
+      (`one_node`: parisc's LINUX_5.18 became LINUX_6.11 in 6.11), an image
+      without a version note that has one of them has its era's.""")
 def version_nodes(ctx: Context) -> Findings:
     img = ctx.image
     if img.dynamic is None:
@@ -96,9 +99,13 @@ def version_nodes(ctx: Context) -> Findings:
     want = list(ctx.expect.versions)
     info = ctx.expect.abi_info
     of_era = info.versions_for(ctx.era) if info is not None and not ctx.expect.generated else want
+    renamed = ctx.era is None and info is not None and info.one_node and set(have) & set(want)
     for name in want:
         if name not in have:
-            if name in of_era:
+            if renamed:
+                yield "verdef", (f"no version node {name}: each {info.name} kernel defines one of "
+                                 f"{', '.join(want)}, and this image's is {', '.join(have)}"), "info"
+            elif name in of_era:
                 yield "verdef", f"no version node {name}"
             else:
                 yield "verdef", (f"no version node {name}, as no {info.name} kernel of its era "
