@@ -697,13 +697,6 @@ static int keep_time(const char *pages)
 
 	map_pages(pages, 0, 1);
 #if H_TEST_COUNTER
-	/*
-	 * The count's start, before any thread reads it: h_test_counter_now()
-	 * reads the host's clock before its lock, and the first caller's time is
-	 * the count's origin, so two first calls at once could set the count to
-	 * a time before it (a huge count, and a rate no mult can give).
-	 */
-	h_test_counter_now();
 	spawn(counter);
 #endif
 	spawn(timekeeper);

@@ -1,0 +1,113 @@
+"""The parts of the third-party suites' runs (scripts/run-suites.sh, issue 23) that CI can check
+without downloading anything.
+
+- A test build's injected counter (harness/timekeeper.c, h_test_counter_now()) reads the host's
+  clock before it takes its lock, and the first caller's reading is the count's origin: a caller
+  that read the clock before the first one took the lock must read the start, not a count 2^64 ns
+  before it (the mips start-up SIGTRAP: the huge count made the counter's rate a division by zero).
+  The race is made to happen every time: the harness's clock reads are wrapped
+  (-Wl,--wrap=clock_gettime), and the first thread's waits, after its reading, until a second
+  thread has made the count's origin.
+"""
+
+import subprocess
+
+import pytest
+
+from vdsogen import paths
+from vdsogen.harness.driver import harness_sources, runner
+from vdsogen.run.foreign import c_program_argv
+from vdsogen.spec.model import load_target
+
+# The injected counter's start and rate (harness/timekeeper.c): 24 MHz, from just below 2^33.
+TEST_COUNTER_START = 0x1fff00000
+TEST_COUNTER_HZ = 24000000
+
+# The first caller's clock reading is held until the second's call made the count's origin.
+RACE_DRIVER = r"""
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "internal.h"
+
+int __real_clock_gettime(clockid_t clk, struct timespec *ts);
+
+static sem_t read_first, origin_made;
+static __thread int held;
+
+int __wrap_clock_gettime(clockid_t clk, struct timespec *ts)
+{
+	int e = __real_clock_gettime(clk, ts);
+
+	if (held) {
+		sem_post(&read_first);
+		sem_wait(&origin_made);
+	}
+	return e;
+}
+
+static void *first(void *count)
+{
+	held = 1;
+	*(uint64_t *)count = h_test_counter_now();
+	return NULL;
+}
+
+int main(void)
+{
+	unsigned char *pages = mmap(NULL, (VDSO_DATA_PAGES + 1) * VDSO_PAGE_SIZE, PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct timespec later = { 0, 2000000 };
+	uint64_t a, b, c;
+	pthread_t t;
+
+	h_data = pages + VDSO_PAGE_SIZE;
+	sem_init(&read_first, 0, 0);
+	sem_init(&origin_made, 0, 0);
+	pthread_create(&t, NULL, first, &a);
+	sem_wait(&read_first);
+	nanosleep(&later, NULL);
+	b = h_test_counter_now();
+	sem_post(&origin_made);
+	pthread_join(t, NULL);
+	c = h_test_counter_now();
+	printf("%llu %llu %llu\n", (unsigned long long)a, (unsigned long long)b, (unsigned long long)c);
+	return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def race_driver(tmp_path_factory):
+    """arm's test build's harness (but main.c: as the loader) with the race's driver, and the
+    command that runs it (qemu-user)."""
+    work = tmp_path_factory.mktemp("race")
+    target = load_target("arm").test_build()
+    sources = [work / "driver.c", *sorted(p for p in paths.HARNESS.glob("*.c") if p.name != "main.c")]
+    (work / "driver.c").write_text(RACE_DRIVER)
+    for name, text in harness_sources(target):
+        (work / name).write_text(text)
+        if name.endswith(".c"):
+            sources.append(work / name)
+    exe = work / "driver"
+    argv = c_program_argv(target, work, sources, exe, ["-Wl,--wrap=clock_gettime"])
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return [*runner(target), str(exe)]
+
+
+def test_injected_counter_first_reads_race(race_driver):
+    """The held caller read the clock ~2 ms before the origin: it reads the start; every count is
+    within a second of the start, and the count never goes back."""
+    for _ in range(3):
+        proc = subprocess.run(race_driver, capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 0, proc.stderr
+        a, b, c = map(int, proc.stdout.split())
+        top = TEST_COUNTER_START + TEST_COUNTER_HZ
+        for name, count in (("the held first caller", a), ("the origin's caller", b), ("a later caller", c)):
+            assert TEST_COUNTER_START <= count < top, \
+                f"{name} read {count:#x}, outside [{TEST_COUNTER_START:#x}, {top:#x}): {proc.stdout}"
+        assert b <= c, proc.stdout
