@@ -170,6 +170,8 @@ static void syscall_getcpu(size_t offset, size_t text_len)
 
 static struct tk tk;
 static int ready;		/* the pages are current */
+static const char *hz_source;	/* where the counter's rate comes from (arch_hz()) */
+static double first_hz;		/* the rate the first update used */
 
 static void spawn(void *(*fn)(void *))
 {
@@ -226,6 +228,7 @@ struct sample {
 };
 
 static double hz;		/* the counter's rate against the host's CLOCK_MONOTONIC_RAW */
+static int hz_fixed;		/* the architecture's rate: the discipline bends the mults alone */
 
 static struct sample measure(clockid_t clk)
 {
@@ -293,7 +296,7 @@ static void measure_rate(struct sample now)
 	static unsigned int n;
 	const struct sample *old = &ring[n < RATE_SAMPLES ? 0 : n % RATE_SAMPLES];
 
-	if (n && now.ns > old->ns && now.cycles > old->cycles)
+	if (!hz_fixed && n && now.ns > old->ns && now.cycles > old->cycles)
 		hz = (double)(now.cycles - old->cycles) * 1e9 / (double)(now.ns - old->ns);
 	if (!n || now.ns - ring[(n - 1) % RATE_SAMPLES].ns >= NSEC_PER_SEC)
 		ring[n++ % RATE_SAMPLES] = now;
@@ -406,6 +409,38 @@ static double counter_hz(void)
 	return 0;
 }
 
+/*
+ * The counter's rate where the architecture gives it under qemu-user, and
+ * where it comes from; 0 where it does not (the timekeeper then measures it
+ * against the host's CLOCK_MONOTONIC_RAW and refines it every second).
+ * qemu-user runs arm64's generic timer at CNTFRQ_EL0 (62.5 MHz) and s390's
+ * TOD clock at 4096 units a microsecond, from the host's clocks; a test
+ * build's counter runs at 24 MHz of the host's CLOCK_MONOTONIC_RAW
+ * (h_test_counter_now()).  powerpc's timebase, riscv's time CSR,
+ * loongarch's stable counter and sparc's %tick are the host's TSC, whose
+ * rate qemu-user gives the guest no way to read (its /proc/cpuinfo is the
+ * host's, without powerpc's "timebase").
+ */
+static double arch_hz(const char **source)
+{
+#if H_TEST_COUNTER
+	*source = "the-injected-counter(24MHz)";
+	return 24e6;
+#elif defined(__aarch64__)
+	uint64_t frq;
+
+	__asm__ volatile("mrs %0, cntfrq_el0" : "=r"(frq));
+	*source = "CNTFRQ_EL0";
+	return (double)frq;
+#elif defined(__s390x__)
+	*source = "the-TOD-clock(4096/us)";
+	return 4096e6;
+#else
+	*source = "measured-against-CLOCK_MONOTONIC_RAW";
+	return 0;
+#endif
+}
+
 #if H_TEST_COUNTER
 /*
  * A test build's counter (templates/counter-injected.h.j2): qemu-user cannot
@@ -451,7 +486,10 @@ static void *timekeeper(void *arg)
 	/* First: a counter read may depend on it (s390's TOD steering). */
 	harness_arch_fill(H_PAGE(VDSO_PAGE_ARCH), 0);
 #endif
-	hz = counter_hz();
+	hz = arch_hz(&hz_source);
+	hz_fixed = hz > 0;
+	if (!hz_fixed)
+		hz = counter_hz();
 #ifdef HARNESS_HAVE_ARCH_DATA
 	/* Again, with the counter's rate (powerpc's tb_ticks_per_sec). */
 	harness_arch_fill(H_PAGE(VDSO_PAGE_ARCH), (uint64_t)(hz + 0.5));
@@ -465,6 +503,7 @@ static void *timekeeper(void *arg)
 	}
 	tk.hrtimer_res = 1;
 	first_tick(td);
+	first_hz = hz;
 	__atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
 	for (;;) {
 		clock_nanosleep(CLOCK_MONOTONIC, 0, &period, NULL);
@@ -686,7 +725,8 @@ static void __attribute__((noreturn)) start(uintptr_t sp, uintptr_t entry)
 /*
  * loader --timekeeper PAGES: keep the data pages (and a test build's
  * counter) in the file PAGES current until standard input ends; one line
- * "ready" on standard output once they are.  A process of its own, which
+ * "ready HZ SOURCE" on standard output once they are: the counter's first
+ * rate and where it comes from (arch_hz()).  A process of its own, which
  * `vdsogen run` starts under a qemu of its own: its clock syscalls are not
  * in the log of the program's (--syscall-counts).
  */
@@ -702,7 +742,8 @@ static int keep_time(const char *pages)
 	spawn(timekeeper);
 	while (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE))
 		nanosleep(&wait, NULL);
-	if (write(1, "ready\n", 6) != 6)
+	printf("ready %llu %s\n", (unsigned long long)(first_hz + 0.5), hz_source);
+	if (fflush(stdout) != 0)
 		return 1;
 	close(1);
 	for (;;) {

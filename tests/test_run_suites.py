@@ -8,15 +8,22 @@ without downloading anything.
   The race is made to happen every time: the harness's clock reads are wrapped
   (-Wl,--wrap=clock_gettime), and the first thread's waits, after its reading, until a second
   thread has made the count's origin.
+- The foreign timekeeper's counter rate (runner/loader.c, arch_hz()): from the architecture where
+  qemu-user lets a program read it (arm64's CNTFRQ_EL0, s390x's TOD clock), a test build's 24 MHz,
+  else measured against the host's CLOCK_MONOTONIC_RAW; the timekeeper says which on its "ready"
+  line, and the rate must be the architecture's exactly, or (where qemu-user's counter is the host's
+  TSC) the TSC's as the host measures it, within MEASURED_TOLERANCE.
 """
 
 import subprocess
 
 import pytest
 
+from conftest import TARGETS, isolated_run_cache
+
 from vdsogen import paths
 from vdsogen.harness.driver import harness_sources, runner
-from vdsogen.run.foreign import c_program_argv
+from vdsogen.run.foreign import build_loader, c_program_argv, run_target
 from vdsogen.spec.model import load_target
 
 # The injected counter's start and rate (harness/timekeeper.c): 24 MHz, from just below 2^33.
@@ -111,3 +118,81 @@ def test_injected_counter_first_reads_race(race_driver):
             assert TEST_COUNTER_START <= count < top, \
                 f"{name} read {count:#x}, outside [{TEST_COUNTER_START:#x}, {top:#x}): {proc.stdout}"
         assert b <= c, proc.stdout
+
+
+run_cache = pytest.fixture(scope="module", autouse=True, name="run_cache")(isolated_run_cache)
+
+FOREIGN = tuple(n for n in TARGETS if runner(load_target(n)))
+# The rates qemu-user's counters run at, where the architecture says it (arch_hz()).
+ARCH_RATES = {"arm64": (62500000, "CNTFRQ_EL0"), "s390x": (4096000000, "the-TOD-clock(4096/us)")}
+INJECTED = (24000000, "the-injected-counter(24MHz)")
+# A first rate measured over 100 ms on a busy machine against the host's own measurement.
+MEASURED_TOLERANCE = 0.005
+
+HOST_TSC = r"""
+#include <stdio.h>
+#include <time.h>
+#include <x86intrin.h>
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &t);
+	return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+int main(void)
+{
+	struct timespec pause = { 0, 300000000 };
+	double t0 = now(), t1;
+	unsigned long long c0 = __rdtsc(), c1;
+
+	nanosleep(&pause, NULL);
+	c1 = __rdtsc();
+	t1 = now();
+	printf("%.0f\n", (double)(c1 - c0) * 1e9 / (t1 - t0));
+	return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def host_tsc_hz(tmp_path_factory):
+    """The host's TSC rate against its CLOCK_MONOTONIC_RAW (what qemu-user's powerpc timebase, riscv
+    time CSR, loongarch counter and sparc %tick read)."""
+    work = tmp_path_factory.mktemp("tsc")
+    (work / "tsc.c").write_text(HOST_TSC)
+    subprocess.run(["gcc", "-O2", "-o", str(work / "tsc"), str(work / "tsc.c")], check=True)
+    return float(subprocess.run([str(work / "tsc")], capture_output=True, text=True, check=True).stdout)
+
+
+def expected_rate(name):
+    """(rate, source) the timekeeper must give, or (None, source) where it measures the counter."""
+    target = load_target(name)
+    if run_target(target, None).test_counter or target.datapage is None:
+        return INJECTED
+    return ARCH_RATES.get(name, (None, "measured-against-CLOCK_MONOTONIC_RAW"))
+
+
+@pytest.mark.parametrize("name", FOREIGN)
+def test_timekeeper_counter_rate(name, tmp_path, host_tsc_hz):
+    """The timekeeper's "ready HZ SOURCE" line names where the rate comes from, and the rate is
+    right."""
+    target = load_target(name)
+    loader = build_loader(run_target(target, None))
+    keeper = subprocess.Popen([*runner(target), str(loader), "--timekeeper", str(tmp_path / "pages")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        line = keeper.stdout.readline()
+    finally:
+        keeper.stdin.close()
+        keeper.wait(timeout=30)
+    ready, hz, source = line.split()
+    rate, want = expected_rate(name)
+    assert (ready, source) == ("ready", want), line
+    if rate is not None:
+        assert int(hz) == rate, f"{name}: the counter's rate {hz} Hz from {source}, not {rate}"
+    else:
+        assert abs(int(hz) / host_tsc_hz - 1) < MEASURED_TOLERANCE, \
+            f"{name}: the counter's measured rate {hz} Hz, the host's TSC {host_tsc_hz:.0f} Hz"
