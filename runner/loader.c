@@ -182,20 +182,19 @@ static void spawn(void *(*fn)(void *))
 }
 
 /*
- * The timekeeper keeps time as a kernel does.  Every tick (the spec's
- * tick_nsec) the bases move on to the counter's value then, at the mult in
+ * The timekeeper keeps time as a kernel does.  Every tick (just after the
+ * host's: wait_host_tick()) the bases move on to the counter's value then, at the mult in
  * force (no clock jumps; and none goes back: a reader that still used the
  * old parameters read the counter before the update began), and each
  * record's mult is set anew so that its clock meets the host's over the next
- * DISCIPLINE_NSEC: the counter's rate over the last minute or so against the
- * host's CLOCK_MONOTONIC (record 0) or CLOCK_MONOTONIC_RAW (record 1),
- * corrected by the clock's offset from the host's at the tick.  A clock
+ * DISCIPLINE_NSEC: the counter's rate (arch_hz(), else measured over the
+ * last minute or so against the host's CLOCK_MONOTONIC_RAW), corrected by the clock's offset from the host's at the tick.  A clock
  * behind by more than STEP_NSEC steps forward; one ahead is slowed (at most
  * MAX_SLEW), never stepped back.  REALTIME, TAI and BOOTTIME are
  * MONOTONIC's bases plus the host's offsets (REALTIME and TAI follow a host
  * clock set at once, their drift by slewing the offset; BOOTTIME only moves
- * forward), and the coarse clocks are the hres ones at the update's
- * cycle_last, as the kernel's are.  So every clock stays within the error of
+ * forward), and the coarse clocks are the host's at its tick, as the
+ * syscalls a program compares them with answer.  So every clock stays within the error of
  * one measurement (the bracketing counter reads' spread, MAX_SPREAD_NSEC at
  * most) plus what the rate's error makes of a tick of the host's clocks.
  */
@@ -219,6 +218,46 @@ static int64_t host_ns(clockid_t clk)
 {
 	syscall(NR_HOST_CLOCK, clk, &loader_host_ts);
 	return loader_host_ts.sec * NSEC_PER_SEC + loader_host_ts.nsec;
+}
+
+/*
+ * The host's tick.  A program compares the image's coarse clocks with the
+ * host's (qemu's syscalls), as the kernel's vDSO selftests do (syscall, vDSO,
+ * syscall, in order), so the coarse clocks are the host's, moved on just
+ * after the host's tick moves them: the timekeeper sleeps until just before
+ * the next one (MONOTONIC_COARSE plus the tick, clock_getres's), then polls
+ * until MONOTONIC_COARSE moves, at most two ticks (a tickless idle host may
+ * not tick: the update goes ahead then).
+ */
+#ifdef SYS_clock_getres_time64
+#define NR_HOST_CLOCK_RES	SYS_clock_getres_time64
+#else
+#define NR_HOST_CLOCK_RES	SYS_clock_getres
+#endif
+#ifndef TIMER_ABSTIME
+#define TIMER_ABSTIME		1
+#endif
+#define HOST_TICK_EARLY_NSEC	100000LL	/* wake this long before the host's tick is due */
+#define HOST_TICK_POLL_NSEC	10000		/* then look at its coarse clock this often */
+
+static int64_t host_tick_ns;
+
+static void wait_host_tick(void)
+{
+	const int64_t last = host_ns(CLOCK_MONOTONIC_COARSE), due = last + host_tick_ns - HOST_TICK_EARLY_NSEC;
+	const struct timespec until = { due / NSEC_PER_SEC, due % NSEC_PER_SEC }, poll = { 0, HOST_TICK_POLL_NSEC };
+
+	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL);
+	while (host_ns(CLOCK_MONOTONIC_COARSE) == last && host_ns(CLOCK_MONOTONIC) < last + 2 * host_tick_ns)
+		nanosleep(&poll, NULL);
+}
+
+/* The host's coarse clock @clk, as a coarse base (nanoseconds unshifted). */
+static struct tk_base host_coarse(clockid_t clk)
+{
+	int64_t ns = host_ns(clk);
+
+	return (struct tk_base){ (uint64_t)(ns / NSEC_PER_SEC), (uint64_t)(ns % NSEC_PER_SEC) };
 }
 
 /* One measurement: the host's clock @clk, and the counter then (the middle of two reads around it). */
@@ -280,11 +319,6 @@ static uint32_t mult_for(int rec, double rate, double bend)
 	return (uint32_t)mult;
 }
 
-static struct tk_base coarse(struct tk_base b, int rec)
-{
-	return (struct tk_base){ b.sec, b.nsec >> tk.shift[rec] };
-}
-
 /*
  * The rate: over the span from the oldest of the last RATE_SAMPLES
  * measurements (one a second) to @now, of the counter against the host's
@@ -320,6 +354,7 @@ static void tick(vdso_time_data_t *td)
 {
 	struct sample raw = measure(CLOCK_MONOTONIC_RAW), mono = measure(CLOCK_MONOTONIC);
 	int64_t err[2] = { error_at(0, C_MONOTONIC, mono), error_at(1, C_MONOTONIC_RAW, raw) }, step[2];
+	struct tk_base coarse_real = host_coarse(CLOCK_REALTIME_COARSE), coarse_mono = host_coarse(CLOCK_MONOTONIC_COARSE);
 	int64_t real, tai, boot;
 	uint32_t mult[2];
 	uint64_t now, cycles;
@@ -346,8 +381,8 @@ static void tick(vdso_time_data_t *td)
 	tk.base[0][C_TAI] = advance(tk.base[0][C_TAI], 0, cycles, step[0] + tai);
 	tk.base[0][C_BOOTTIME] = advance(tk.base[0][C_BOOTTIME], 0, cycles, step[0] + boot);
 	tk.base[1][C_MONOTONIC_RAW] = advance(tk.base[1][C_MONOTONIC_RAW], 1, cycles, step[1]);
-	tk.base[0][C_REALTIME_COARSE] = coarse(tk.base[0][C_REALTIME], 0);
-	tk.base[0][C_MONOTONIC_COARSE] = coarse(tk.base[0][C_MONOTONIC], 0);
+	tk.base[0][C_REALTIME_COARSE] = coarse_real;
+	tk.base[0][C_MONOTONIC_COARSE] = coarse_mono;
 	tk.cycle_last = now;
 	tk.mult[0] = mult[0];
 	tk.mult[1] = mult[1];
@@ -375,8 +410,8 @@ static void first_tick(vdso_time_data_t *td)
 						      s.ns - (int64_t)((double)(s.cycles - tk.cycle_last) * 1e9 / hz));
 		measure_rate(s);
 	}
-	tk.base[0][C_REALTIME_COARSE] = coarse(tk.base[0][C_REALTIME], 0);
-	tk.base[0][C_MONOTONIC_COARSE] = coarse(tk.base[0][C_MONOTONIC], 0);
+	tk.base[0][C_REALTIME_COARSE] = host_coarse(CLOCK_REALTIME_COARSE);
+	tk.base[0][C_MONOTONIC_COARSE] = host_coarse(CLOCK_MONOTONIC_COARSE);
 	tk_begin(td);
 	tk_store(td, &tk);
 	tk_end(td);
@@ -472,7 +507,6 @@ static void *counter(void *arg)
 static void *timekeeper(void *arg)
 {
 	vdso_time_data_t *td = (vdso_time_data_t *)H_PAGE(VDSO_PAGE_TIME);
-	struct timespec period = { 0, VDSO_LOW_RES_NSEC };
 	struct rate rate;
 	sigset_t all;
 	int rec;
@@ -480,6 +514,9 @@ static void *timekeeper(void *arg)
 	(void)arg;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);	/* signals are the program's */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);	/* wait_host_tick()'s sleeps as asked */
+	syscall(NR_HOST_CLOCK_RES, CLOCK_MONOTONIC_COARSE, &loader_host_ts);
+	host_tick_ns = loader_host_ts.sec * NSEC_PER_SEC + loader_host_ts.nsec;
 	tk.mode = h_counter_modes[0];
 	tk.mask = ~0ULL;
 #ifdef HARNESS_HAVE_ARCH_DATA
@@ -506,7 +543,7 @@ static void *timekeeper(void *arg)
 	first_hz = hz;
 	__atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
 	for (;;) {
-		clock_nanosleep(CLOCK_MONOTONIC, 0, &period, NULL);
+		wait_host_tick();
 		tick(td);
 	}
 	return NULL;

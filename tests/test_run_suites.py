@@ -16,6 +16,7 @@ without downloading anything.
 """
 
 import subprocess
+import sys
 
 import pytest
 
@@ -196,3 +197,80 @@ def test_timekeeper_counter_rate(name, tmp_path, host_tsc_hz):
     else:
         assert abs(int(hz) / host_tsc_hz - 1) < MEASURED_TOLERANCE, \
             f"{name}: the counter's measured rate {hz} Hz, the host's TSC {host_tsc_hz:.0f} Hz"
+
+
+COARSE_C = r"""
+/*
+ * coarse SECONDS: the vDSO's REALTIME_COARSE and MONOTONIC_COARSE between two
+ * syscalls of the same clock (the host's, through qemu): how often the vDSO's
+ * was ahead of the syscall after it, or went back.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static int64_t by_syscall(int clk)
+{
+	struct timespec ts;
+
+	syscall(SYS_clock_gettime, clk, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t by_vdso(int clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	static const int clocks[] = { CLOCK_REALTIME_COARSE, CLOCK_MONOTONIC_COARSE };
+	int64_t end = by_syscall(CLOCK_MONOTONIC) + (int64_t)(atof(argv[1]) * 1e9), last[2] = { 0, 0 };
+	long ahead[2] = { 0, 0 }, back = 0, samples = 0;
+	struct timespec pause = { 0, 50000 };
+
+	(void)argc;
+	while (by_syscall(CLOCK_MONOTONIC) < end) {
+		for (int i = 0; i < 2; i++) {
+			int64_t v = by_vdso(clocks[i]), t2 = by_syscall(clocks[i]);
+
+			ahead[i] += v > t2;
+			back += i == 1 && v < last[i];
+			last[i] = v;
+		}
+		samples++;
+		nanosleep(&pause, NULL);
+	}
+	printf("%ld %ld %ld %ld\n", samples, ahead[0], ahead[1], back);
+	return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("name", ["arm64", "arm"])
+def test_coarse_clocks_are_the_hosts(name, tmp_path):
+    """The image's coarse clocks are the host's as of its last tick: never ahead of a syscall made
+    after them (they were a timekeeper's tick of its own, up to a tick ahead of the host's whenever
+    that tick came later in the host's), and MONOTONIC_COARSE never goes back."""
+    from vdsogen.harness.driver import compiler
+
+    target = load_target(name)
+    (tmp_path / "coarse.c").write_text(COARSE_C)
+    exe = tmp_path / "coarse"
+    subprocess.run([compiler(target), "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-static",
+                    *target.toolchain.harness_cflags, str(tmp_path / "coarse.c"), "-o", str(exe)], check=True)
+    proc = subprocess.run([sys.executable, "-m", "vdsogen", "run", f"--arch={name}", "--", str(exe), "3"],
+                          cwd=paths.ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    samples, real_ahead, mono_ahead, back = map(int, proc.stdout.split())
+    assert samples > 100, proc.stdout
+    assert (real_ahead, mono_ahead, back) == (0, 0, 0), \
+        f"{name}: of {samples} samples, REALTIME_COARSE was ahead of the host's {real_ahead} times, " \
+        f"MONOTONIC_COARSE {mono_ahead} times, and went back {back} times"
