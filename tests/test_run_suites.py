@@ -274,3 +274,41 @@ def test_coarse_clocks_are_the_hosts(name, tmp_path):
     assert (real_ahead, mono_ahead, back) == (0, 0, 0), \
         f"{name}: of {samples} samples, REALTIME_COARSE was ahead of the host's {real_ahead} times, " \
         f"MONOTONIC_COARSE {mono_ahead} times, and went back {back} times"
+
+
+def test_a_kernels_image_at_its_own_page_size(tmp_path):
+    """A kernel's image runs with its data pages at the page size its code reads them at, as `vdsogen
+    test --image` plays it: Debian's Linux 7.2 ppc64le image reads them 4 KiB apart, where the
+    spec's pages are 64 KiB (at 64 KiB it read zeroes: every clock 0).  Here vdsogen's ppc64le built
+    for 4 KiB pages and made a kernel's (no vdsogen notes, a Linux 7.2.13 version note)."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "ppc64le-4k.toml").write_text('extends = "ppc64le"\n\n[datapage]\npage_size = 4096\n')
+    built = subprocess.run([sys.executable, "-m", "vdsogen", "build", f"--specs={specs}", "--arch=ppc64le-4k",
+                            f"--out={tmp_path / 'out'}"], cwd=paths.ROOT, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    so = as_kernels(tmp_path / "out" / "vdso.so", tmp_path / "kernel.so")
+    proc = subprocess.run([sys.executable, "-m", "vdsogen", "run", "--arch=ppc64le", f"--image={so}", "--",
+                           "vdsogen-probe"], cwd=paths.ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    got = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if line.startswith(("probe.reference",
+                                                                                           "probe.time")))
+    assert abs(int(got["probe.time"]) - float(got["probe.reference"])) < 5, proc.stdout
+    assert "4096-byte pages as the image's code reads them" in proc.stderr, proc.stderr
+
+
+def as_kernels(so, dest, version=(7, 2, 13)):
+    """A copy of a vdsogen image as a kernel's would be: no notes of owner "vdsogen" (renamed), and a
+    Linux version note naming `version`."""
+    from vdsogen.elf.reader import ElfImage
+
+    img = ElfImage(str(so))
+    data = bytearray(so.read_bytes())
+    at = data.index(b"vdsogen\0")
+    data[at:at + 8] = b"kernelx\0"
+    code = (version[0] << 16 | version[1] << 8 | version[2]).to_bytes(4, img.endian)
+    old = next(bytes(n.desc) for n in img.notes if n.name == "Linux" and n.type == 0)
+    at = data.index(b"Linux\0\0\0" + old)
+    data[at + 8:at + 12] = code
+    dest.write_bytes(bytes(data))
+    return dest
