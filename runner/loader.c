@@ -704,9 +704,14 @@ static uintptr_t build_stack(int argc, char **argv, char **envp, const struct lo
 	return (uintptr_t)sp;
 }
 
-/* Enter the program as the kernel does: the stack pointer at argc, no rtld_fini. */
-static void __attribute__((noreturn)) start(uintptr_t sp, uintptr_t entry)
+/*
+ * Enter the program as the kernel does: the stack pointer at argc, no
+ * rtld_fini.  @bias is the load bias of what @entry enters (the interpreter,
+ * else the program).
+ */
+static void __attribute__((noreturn)) start(uintptr_t sp, uintptr_t entry, uintptr_t bias)
 {
+	(void)bias;
 #if defined(__aarch64__)
 	/* The entry in a register of its own: x0 is set to 0 before the branch. */
 	register uintptr_t to __asm__("x16") = entry;
@@ -717,9 +722,17 @@ static void __attribute__((noreturn)) start(uintptr_t sp, uintptr_t entry)
 	__asm__ volatile("mr 1, %0\n\tmr 12, %1\n\tmtctr 12\n\tli 3, 0\n\tli 4, 0\n\tli 5, 0\n\t"
 			 "li 6, 0\n\tli 7, 0\n\tli 8, 0\n\tbctr" : : "r"(sp), "r"(entry) : "memory");
 #elif defined(__powerpc64__)
-	/* ELFv1: the entry is a function descriptor, the code address then the TOC pointer. */
-	__asm__ volatile("mr 1, %0\n\tld 2, 8(%1)\n\tld 12, 0(%1)\n\tmtctr 12\n\tli 3, 0\n\tli 4, 0\n\t"
-			 "li 5, 0\n\tli 6, 0\n\tli 7, 0\n\tli 8, 0\n\tbctr" : : "r"(sp), "b"(entry) : "memory");
+	/*
+	 * ELFv1: the entry is a function descriptor, the code address then the
+	 * TOC pointer, as linked: nothing has relocated a position-independent
+	 * interpreter's or program's yet, so they move by the load bias, as a
+	 * kernel moves them.
+	 */
+	register uintptr_t code __asm__("r12") = ((const uintptr_t *)entry)[0] + bias;
+	register uintptr_t toc __asm__("r2") = ((const uintptr_t *)entry)[1] + bias;
+
+	__asm__ volatile("mr 1, %0\n\tmtctr 12\n\tli 3, 0\n\tli 4, 0\n\tli 5, 0\n\tli 6, 0\n\tli 7, 0\n\t"
+			 "li 8, 0\n\tbctr" : : "r"(sp), "r"(code), "r"(toc) : "memory");
 #elif defined(__powerpc__)
 	__asm__ volatile("mr 1, %0\n\tmtctr %1\n\tli 3, 0\n\tli 4, 0\n\tli 5, 0\n\tli 6, 0\n\tli 7, 0\n\t"
 			 "li 8, 0\n\tbctr" : : "r"(sp), "r"(entry) : "memory");
@@ -823,5 +836,6 @@ int main(int argc, char **argv)
 		entry = interp.entry;
 	}
 	/* The environment as the kernel passed it, right after argv. */
-	start(build_stack(argc - 3, argv + 3, argv + argc + 1, &program, interp_base), entry);
+	start(build_stack(argc - 3, argv + 3, argv + argc + 1, &program, interp_base), entry,
+	      program.interp[0] ? interp_base : program.bias);
 }

@@ -17,6 +17,7 @@ without downloading anything.
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -254,7 +255,7 @@ int main(int argc, char **argv)
 """
 
 
-@pytest.mark.parametrize("name", ["arm64", "arm"])
+@pytest.mark.parametrize("name", ["arm64", "arm", "s390x"])
 def test_coarse_clocks_are_the_hosts(name, tmp_path):
     """The image's coarse clocks are the host's as of its last tick: never ahead of a syscall made
     after them (they were a timekeeper's tick of its own, up to a tick ahead of the host's whenever
@@ -312,3 +313,19 @@ def as_kernels(so, dest, version=(7, 2, 13)):
     data[at + 8:at + 12] = code
     dest.write_bytes(bytes(data))
     return dest
+
+
+def test_elfv1_dynamic_program(tmp_path):
+    """ppc64 (ELFv1) enters a program through a function descriptor, which in a position-independent
+    interpreter is as linked until it relocates itself: the loader moves it by the load bias, as a
+    kernel does (it entered at the unrelocated address: every dynamic ppc64 program died of SIGSEGV)."""
+    sysroot = Path("/usr/powerpc64-linux-gnu")
+    (tmp_path / "hi.c").write_text('#include <stdio.h>\n#include <time.h>\nint main(void) { printf("hi %ld\\n", '
+                                   '(long)time(NULL)); return 0; }\n')
+    exe = tmp_path / "hi"
+    subprocess.run(["powerpc64-linux-gnu-gcc", "-O2", str(tmp_path / "hi.c"), "-o", str(exe),
+                    f"-Wl,--dynamic-linker={sysroot}/lib64/ld64.so.1", f"-Wl,-rpath={sysroot}/lib"], check=True)
+    proc = subprocess.run([sys.executable, "-m", "vdsogen", "run", "--arch=ppc64", "--", str(exe)],
+                          cwd=paths.ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[0] == "hi", proc.stdout
