@@ -195,6 +195,7 @@ uint64_t h_test_counter_now(void)
 	struct vdso_test_counter *tc = (struct vdso_test_counter *)(h_data - VDSO_PAGE_SIZE);
 	struct timespec t;
 	uint64_t now;
+	int64_t ns;
 
 	clock_gettime(CLOCK_MONOTONIC_RAW, &t);
 	while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE))
@@ -203,8 +204,13 @@ uint64_t h_test_counter_now(void)
 		t0 = t;
 		started = 1;
 	}
-	now = TEST_COUNTER_START +
-	      (uint64_t)((t.tv_sec - t0.tv_sec) * NSEC_PER_SEC + (t.tv_nsec - t0.tv_nsec)) / 125 * 3;
+	/*
+	 * The clock is read before the lock: a caller that read it before the
+	 * first one to take the lock (the count's origin) is at the start, not
+	 * 2^64 ns before it.
+	 */
+	ns = (t.tv_sec - t0.tv_sec) * NSEC_PER_SEC + (t.tv_nsec - t0.tv_nsec);
+	now = TEST_COUNTER_START + (ns > 0 ? (uint64_t)ns / 125 * 3 : 0);
 	if (now > tc->count) {
 		__atomic_store_n(&tc->seq, tc->seq + 1, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);

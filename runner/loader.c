@@ -170,6 +170,8 @@ static void syscall_getcpu(size_t offset, size_t text_len)
 
 static struct tk tk;
 static int ready;		/* the pages are current */
+static const char *hz_source;	/* where the counter's rate comes from (arch_hz()) */
+static double first_hz;		/* the rate the first update used */
 
 static void spawn(void *(*fn)(void *))
 {
@@ -180,20 +182,19 @@ static void spawn(void *(*fn)(void *))
 }
 
 /*
- * The timekeeper keeps time as a kernel does.  Every tick (the spec's
- * tick_nsec) the bases move on to the counter's value then, at the mult in
+ * The timekeeper keeps time as a kernel does.  Every tick (just after the
+ * host's: wait_host_tick()) the bases move on to the counter's value then, at the mult in
  * force (no clock jumps; and none goes back: a reader that still used the
  * old parameters read the counter before the update began), and each
  * record's mult is set anew so that its clock meets the host's over the next
- * DISCIPLINE_NSEC: the counter's rate over the last minute or so against the
- * host's CLOCK_MONOTONIC (record 0) or CLOCK_MONOTONIC_RAW (record 1),
- * corrected by the clock's offset from the host's at the tick.  A clock
+ * DISCIPLINE_NSEC: the counter's rate (arch_hz(), else measured over the
+ * last minute or so against the host's CLOCK_MONOTONIC_RAW), corrected by the clock's offset from the host's at the tick.  A clock
  * behind by more than STEP_NSEC steps forward; one ahead is slowed (at most
  * MAX_SLEW), never stepped back.  REALTIME, TAI and BOOTTIME are
  * MONOTONIC's bases plus the host's offsets (REALTIME and TAI follow a host
  * clock set at once, their drift by slewing the offset; BOOTTIME only moves
- * forward), and the coarse clocks are the hres ones at the update's
- * cycle_last, as the kernel's are.  So every clock stays within the error of
+ * forward), and the coarse clocks are the host's at its tick, as the
+ * syscalls a program compares them with answer.  So every clock stays within the error of
  * one measurement (the bracketing counter reads' spread, MAX_SPREAD_NSEC at
  * most) plus what the rate's error makes of a tick of the host's clocks.
  */
@@ -219,6 +220,46 @@ static int64_t host_ns(clockid_t clk)
 	return loader_host_ts.sec * NSEC_PER_SEC + loader_host_ts.nsec;
 }
 
+/*
+ * The host's tick.  A program compares the image's coarse clocks with the
+ * host's (qemu's syscalls), as the kernel's vDSO selftests do (syscall, vDSO,
+ * syscall, in order), so the coarse clocks are the host's, moved on just
+ * after the host's tick moves them: the timekeeper sleeps until just before
+ * the next one (MONOTONIC_COARSE plus the tick, clock_getres's), then polls
+ * until MONOTONIC_COARSE moves, at most two ticks (a tickless idle host may
+ * not tick: the update goes ahead then).
+ */
+#ifdef SYS_clock_getres_time64
+#define NR_HOST_CLOCK_RES	SYS_clock_getres_time64
+#else
+#define NR_HOST_CLOCK_RES	SYS_clock_getres
+#endif
+#ifndef TIMER_ABSTIME
+#define TIMER_ABSTIME		1
+#endif
+#define HOST_TICK_EARLY_NSEC	100000LL	/* wake this long before the host's tick is due */
+#define HOST_TICK_POLL_NSEC	10000		/* then look at its coarse clock this often */
+
+static int64_t host_tick_ns;
+
+static void wait_host_tick(void)
+{
+	const int64_t last = host_ns(CLOCK_MONOTONIC_COARSE), due = last + host_tick_ns - HOST_TICK_EARLY_NSEC;
+	const struct timespec until = { due / NSEC_PER_SEC, due % NSEC_PER_SEC }, poll = { 0, HOST_TICK_POLL_NSEC };
+
+	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL);
+	while (host_ns(CLOCK_MONOTONIC_COARSE) == last && host_ns(CLOCK_MONOTONIC) < last + 2 * host_tick_ns)
+		nanosleep(&poll, NULL);
+}
+
+/* The host's coarse clock @clk, as a coarse base (nanoseconds unshifted). */
+static struct tk_base host_coarse(clockid_t clk)
+{
+	int64_t ns = host_ns(clk);
+
+	return (struct tk_base){ (uint64_t)(ns / NSEC_PER_SEC), (uint64_t)(ns % NSEC_PER_SEC) };
+}
+
 /* One measurement: the host's clock @clk, and the counter then (the middle of two reads around it). */
 struct sample {
 	uint64_t cycles;
@@ -226,6 +267,7 @@ struct sample {
 };
 
 static double hz;		/* the counter's rate against the host's CLOCK_MONOTONIC_RAW */
+static int hz_fixed;		/* the architecture's rate: the discipline bends the mults alone */
 
 static struct sample measure(clockid_t clk)
 {
@@ -277,11 +319,6 @@ static uint32_t mult_for(int rec, double rate, double bend)
 	return (uint32_t)mult;
 }
 
-static struct tk_base coarse(struct tk_base b, int rec)
-{
-	return (struct tk_base){ b.sec, b.nsec >> tk.shift[rec] };
-}
-
 /*
  * The rate: over the span from the oldest of the last RATE_SAMPLES
  * measurements (one a second) to @now, of the counter against the host's
@@ -293,7 +330,7 @@ static void measure_rate(struct sample now)
 	static unsigned int n;
 	const struct sample *old = &ring[n < RATE_SAMPLES ? 0 : n % RATE_SAMPLES];
 
-	if (n && now.ns > old->ns && now.cycles > old->cycles)
+	if (!hz_fixed && n && now.ns > old->ns && now.cycles > old->cycles)
 		hz = (double)(now.cycles - old->cycles) * 1e9 / (double)(now.ns - old->ns);
 	if (!n || now.ns - ring[(n - 1) % RATE_SAMPLES].ns >= NSEC_PER_SEC)
 		ring[n++ % RATE_SAMPLES] = now;
@@ -317,6 +354,7 @@ static void tick(vdso_time_data_t *td)
 {
 	struct sample raw = measure(CLOCK_MONOTONIC_RAW), mono = measure(CLOCK_MONOTONIC);
 	int64_t err[2] = { error_at(0, C_MONOTONIC, mono), error_at(1, C_MONOTONIC_RAW, raw) }, step[2];
+	struct tk_base coarse_real = host_coarse(CLOCK_REALTIME_COARSE), coarse_mono = host_coarse(CLOCK_MONOTONIC_COARSE);
 	int64_t real, tai, boot;
 	uint32_t mult[2];
 	uint64_t now, cycles;
@@ -343,8 +381,8 @@ static void tick(vdso_time_data_t *td)
 	tk.base[0][C_TAI] = advance(tk.base[0][C_TAI], 0, cycles, step[0] + tai);
 	tk.base[0][C_BOOTTIME] = advance(tk.base[0][C_BOOTTIME], 0, cycles, step[0] + boot);
 	tk.base[1][C_MONOTONIC_RAW] = advance(tk.base[1][C_MONOTONIC_RAW], 1, cycles, step[1]);
-	tk.base[0][C_REALTIME_COARSE] = coarse(tk.base[0][C_REALTIME], 0);
-	tk.base[0][C_MONOTONIC_COARSE] = coarse(tk.base[0][C_MONOTONIC], 0);
+	tk.base[0][C_REALTIME_COARSE] = coarse_real;
+	tk.base[0][C_MONOTONIC_COARSE] = coarse_mono;
 	tk.cycle_last = now;
 	tk.mult[0] = mult[0];
 	tk.mult[1] = mult[1];
@@ -372,8 +410,8 @@ static void first_tick(vdso_time_data_t *td)
 						      s.ns - (int64_t)((double)(s.cycles - tk.cycle_last) * 1e9 / hz));
 		measure_rate(s);
 	}
-	tk.base[0][C_REALTIME_COARSE] = coarse(tk.base[0][C_REALTIME], 0);
-	tk.base[0][C_MONOTONIC_COARSE] = coarse(tk.base[0][C_MONOTONIC], 0);
+	tk.base[0][C_REALTIME_COARSE] = host_coarse(CLOCK_REALTIME_COARSE);
+	tk.base[0][C_MONOTONIC_COARSE] = host_coarse(CLOCK_MONOTONIC_COARSE);
 	tk_begin(td);
 	tk_store(td, &tk);
 	tk_end(td);
@@ -404,6 +442,38 @@ static double counter_hz(void)
 	}
 	die("the counter", "does not advance under this emulator");
 	return 0;
+}
+
+/*
+ * The counter's rate where the architecture gives it under qemu-user, and
+ * where it comes from; 0 where it does not (the timekeeper then measures it
+ * against the host's CLOCK_MONOTONIC_RAW and refines it every second).
+ * qemu-user runs arm64's generic timer at CNTFRQ_EL0 (62.5 MHz) and s390's
+ * TOD clock at 4096 units a microsecond, from the host's clocks; a test
+ * build's counter runs at 24 MHz of the host's CLOCK_MONOTONIC_RAW
+ * (h_test_counter_now()).  powerpc's timebase, riscv's time CSR,
+ * loongarch's stable counter and sparc's %tick are the host's TSC, whose
+ * rate qemu-user gives the guest no way to read (its /proc/cpuinfo is the
+ * host's, without powerpc's "timebase").
+ */
+static double arch_hz(const char **source)
+{
+#if H_TEST_COUNTER
+	*source = "the-injected-counter(24MHz)";
+	return 24e6;
+#elif defined(__aarch64__)
+	uint64_t frq;
+
+	__asm__ volatile("mrs %0, cntfrq_el0" : "=r"(frq));
+	*source = "CNTFRQ_EL0";
+	return (double)frq;
+#elif defined(__s390x__)
+	*source = "the-TOD-clock(4096/us)";
+	return 4096e6;
+#else
+	*source = "measured-against-CLOCK_MONOTONIC_RAW";
+	return 0;
+#endif
 }
 
 #if H_TEST_COUNTER
@@ -437,7 +507,6 @@ static void *counter(void *arg)
 static void *timekeeper(void *arg)
 {
 	vdso_time_data_t *td = (vdso_time_data_t *)H_PAGE(VDSO_PAGE_TIME);
-	struct timespec period = { 0, VDSO_LOW_RES_NSEC };
 	struct rate rate;
 	sigset_t all;
 	int rec;
@@ -445,13 +514,19 @@ static void *timekeeper(void *arg)
 	(void)arg;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);	/* signals are the program's */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);	/* wait_host_tick()'s sleeps as asked */
+	syscall(NR_HOST_CLOCK_RES, CLOCK_MONOTONIC_COARSE, &loader_host_ts);
+	host_tick_ns = loader_host_ts.sec * NSEC_PER_SEC + loader_host_ts.nsec;
 	tk.mode = h_counter_modes[0];
 	tk.mask = ~0ULL;
 #ifdef HARNESS_HAVE_ARCH_DATA
 	/* First: a counter read may depend on it (s390's TOD steering). */
 	harness_arch_fill(H_PAGE(VDSO_PAGE_ARCH), 0);
 #endif
-	hz = counter_hz();
+	hz = arch_hz(&hz_source);
+	hz_fixed = hz > 0;
+	if (!hz_fixed)
+		hz = counter_hz();
 #ifdef HARNESS_HAVE_ARCH_DATA
 	/* Again, with the counter's rate (powerpc's tb_ticks_per_sec). */
 	harness_arch_fill(H_PAGE(VDSO_PAGE_ARCH), (uint64_t)(hz + 0.5));
@@ -465,9 +540,10 @@ static void *timekeeper(void *arg)
 	}
 	tk.hrtimer_res = 1;
 	first_tick(td);
+	first_hz = hz;
 	__atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
 	for (;;) {
-		clock_nanosleep(CLOCK_MONOTONIC, 0, &period, NULL);
+		wait_host_tick();
 		tick(td);
 	}
 	return NULL;
@@ -646,9 +722,14 @@ static uintptr_t build_stack(int argc, char **argv, char **envp, const struct lo
 	return (uintptr_t)sp;
 }
 
-/* Enter the program as the kernel does: the stack pointer at argc, no rtld_fini. */
-static void __attribute__((noreturn)) start(uintptr_t sp, uintptr_t entry)
+/*
+ * Enter the program as the kernel does: the stack pointer at argc, no
+ * rtld_fini.  @bias is the load bias of what @entry enters (the interpreter,
+ * else the program).
+ */
+static void __attribute__((noreturn)) start(uintptr_t sp, uintptr_t entry, uintptr_t bias)
 {
+	(void)bias;
 #if defined(__aarch64__)
 	/* The entry in a register of its own: x0 is set to 0 before the branch. */
 	register uintptr_t to __asm__("x16") = entry;
@@ -659,9 +740,17 @@ static void __attribute__((noreturn)) start(uintptr_t sp, uintptr_t entry)
 	__asm__ volatile("mr 1, %0\n\tmr 12, %1\n\tmtctr 12\n\tli 3, 0\n\tli 4, 0\n\tli 5, 0\n\t"
 			 "li 6, 0\n\tli 7, 0\n\tli 8, 0\n\tbctr" : : "r"(sp), "r"(entry) : "memory");
 #elif defined(__powerpc64__)
-	/* ELFv1: the entry is a function descriptor, the code address then the TOC pointer. */
-	__asm__ volatile("mr 1, %0\n\tld 2, 8(%1)\n\tld 12, 0(%1)\n\tmtctr 12\n\tli 3, 0\n\tli 4, 0\n\t"
-			 "li 5, 0\n\tli 6, 0\n\tli 7, 0\n\tli 8, 0\n\tbctr" : : "r"(sp), "b"(entry) : "memory");
+	/*
+	 * ELFv1: the entry is a function descriptor, the code address then the
+	 * TOC pointer, as linked: nothing has relocated a position-independent
+	 * interpreter's or program's yet, so they move by the load bias, as a
+	 * kernel moves them.
+	 */
+	register uintptr_t code __asm__("r12") = ((const uintptr_t *)entry)[0] + bias;
+	register uintptr_t toc __asm__("r2") = ((const uintptr_t *)entry)[1] + bias;
+
+	__asm__ volatile("mr 1, %0\n\tmtctr 12\n\tli 3, 0\n\tli 4, 0\n\tli 5, 0\n\tli 6, 0\n\tli 7, 0\n\t"
+			 "li 8, 0\n\tbctr" : : "r"(sp), "r"(code), "r"(toc) : "memory");
 #elif defined(__powerpc__)
 	__asm__ volatile("mr 1, %0\n\tmtctr %1\n\tli 3, 0\n\tli 4, 0\n\tli 5, 0\n\tli 6, 0\n\tli 7, 0\n\t"
 			 "li 8, 0\n\tbctr" : : "r"(sp), "r"(entry) : "memory");
@@ -723,7 +812,8 @@ static void __attribute__((noreturn)) start(uintptr_t sp, uintptr_t entry)
 /*
  * loader --timekeeper PAGES: keep the data pages (and a test build's
  * counter) in the file PAGES current until standard input ends; one line
- * "ready" on standard output once they are.  A process of its own, which
+ * "ready HZ SOURCE" on standard output once they are: the counter's first
+ * rate and where it comes from (arch_hz()).  A process of its own, which
  * `vdsogen run` starts under a qemu of its own: its clock syscalls are not
  * in the log of the program's (--syscall-counts).
  */
@@ -734,16 +824,8 @@ static int keep_time(const char *pages)
 
 	map_pages(pages, 0, 1);
 #if H_TEST_COUNTER
-	/*
-	 * The count's start, before any thread reads it: h_test_counter_now()
-	 * reads the host's clock before its lock, and the first caller's time is
-	 * the count's origin, so two first calls at once could set the count to
-	 * a time before it (a huge count, and a rate no mult can give).
-	 */
-	if (H_TIME_DATA) {
-		h_test_counter_now();
+	if (H_TIME_DATA)
 		spawn(counter);
-	}
 #endif
 	if (H_TIME_DATA)
 		spawn(timekeeper);
@@ -751,7 +833,8 @@ static int keep_time(const char *pages)
 		__atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE))
 		nanosleep(&wait, NULL);
-	if (write(1, "ready\n", 6) != 6)
+	printf("ready %llu %s\n", (unsigned long long)(first_hz + 0.5), hz_source);
+	if (fflush(stdout) != 0)
 		return 1;
 	close(1);
 	for (;;) {
@@ -794,5 +877,6 @@ int main(int argc, char **argv)
 		entry = interp.entry;
 	}
 	/* The environment as the kernel passed it, right after argv. */
-	start(build_stack(argc - 3, argv + 3, argv + argc + 1, &program, interp_base), entry);
+	start(build_stack(argc - 3, argv + 3, argv + argc + 1, &program, interp_base), entry,
+	      program.interp[0] ? interp_base : program.bias);
 }

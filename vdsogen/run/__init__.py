@@ -231,10 +231,10 @@ def checked_image(target, image):
 
 def image_target(target, image):
     """The target as the image reads its data pages: a kernel's image (not vdsogen's) reads them as
-    the kernel its version note names lays them out (vdsogen/harness/layouts.py, as `vdsogen test
-    --image` plays them), said in one line on stderr."""
+    the kernel its version note names lays them out, at the page size its code reads them at
+    (vdsogen/harness/layouts.py, as `vdsogen test --image` plays them), said in one line on stderr."""
     from vdsogen.errors import ImageError
-    from vdsogen.harness.layouts import of_image
+    from vdsogen.harness.layouts import choose
 
     if target.datapage is None:
         return target       # no time data (sh4, parisc): no data pages to lay out
@@ -244,12 +244,13 @@ def image_target(target, image):
     except ImageError:
         return target       # checked_image() says what is wrong with it
     try:
-        choice = of_image(target, image)
+        choice = choose(target, image)
     except VdsogenError as e:
         raise RunError(str(e.args[0])) from None
-    layout = choice.target.datapage.layout
+    dp = choice.target.datapage
+    size = f", {dp.page_size}-byte pages as the image's code reads them" if choice.sized else ""
     print(f"vdsogen run: {image}: not built by vdsogen, so judged by `vdsogen audit` as of the {target.abi.name} "
-          f"ABI; its data pages are laid out as {layout.name} ({choice.why})", file=sys.stderr, flush=True)
+          f"ABI; its data pages are laid out as {dp.layout.name} ({choice.why}{size})", file=sys.stderr, flush=True)
     return choice.target
 
 

@@ -235,7 +235,7 @@ def start_timekeeper(qemu, loader, pages):
         raise RunError(f"{qemu}: cannot start: {e.strerror}", 1) from None
     ready, _, _ = select.select([keeper.stdout], [], [], TIMEKEEPER_START)
     line = keeper.stdout.readline() if ready else b""
-    if line != b"ready\n":
+    if not line.startswith(b"ready "):
         stop_timekeeper(keeper)
         raise RunError(f"{loader}: the timekeeper did not start (within {TIMEKEEPER_START} s)", 1)
     return keeper
