@@ -15,9 +15,7 @@ query said and refused, and each call then made as the syscall.  That the genera
 targets is the harness's (test_getrandom.py: it maps its states MAP_PRIVATE and wipes them on fork).  Should
 a qemu map the states, the calls must be answered in user space.
 
-Not run: glibc on ppc64 (big-endian): its dynamic loader (trixie's 2.41, and the host's 2.36) dies of
-SIGSEGV during start-up on vdsogen's ppc64 image, before getrandom, and without the export too; Go on ppc32
-(no Go port) and riscv64 (no Go release has the vDSO getrandom there).
+Not run: Go on ppc32 (no Go port) and riscv64 (no Go release has the vDSO getrandom there).
 """
 
 import json
@@ -44,6 +42,7 @@ VDSOGEN = [sys.executable, "-m", "vdsogen"]
 GLIBC = {"x86_64": ("x86_64-linux-gnu", "ld-linux-x86-64.so.2"),
          "arm64": ("aarch64-linux-gnu", "ld-linux-aarch64.so.1"),
          "ppc32": ("powerpc-linux-gnu", "ld.so.1"),
+         "ppc64": ("powerpc64-linux-gnu", "ld64.so.1"),
          "ppc64le": ("powerpc64le-linux-gnu", "ld64.so.2"),
          "s390x": ("s390x-linux-gnu", "ld64.so.1"),
          "riscv64": ("riscv64-linux-gnu", "ld-linux-riscv64-lp64d.so.1"),
