@@ -876,17 +876,6 @@ int main(int argc, char **argv)
 		interp_base = interp.bias;
 		entry = interp.entry;
 	}
-#if defined(__powerpc64__) && _CALL_ELF != 2
-	/*
-	 * ELFv1: the entry is a function descriptor as linked, the code address
-	 * and TOC pointer not yet relocated (the dynamic loader relocates itself
-	 * later): the kernel adds the entered object's load bias to both.
-	 */
-	uintptr_t bias = program.interp[0] ? interp_base : program.bias;
-	uintptr_t desc[2] = { ((uintptr_t *)entry)[0] + bias, ((uintptr_t *)entry)[1] + bias };
-
-	entry = (uintptr_t)desc;
-#endif
 	/* The environment as the kernel passed it, right after argv. */
 	start(build_stack(argc - 3, argv + 3, argv + argc + 1, &program, interp_base), entry,
 	      program.interp[0] ? interp_base : program.bias);
