@@ -82,9 +82,11 @@ def page_size_of(image, layout: Layout, target) -> int | None:
     addresses its code reads below the image (vdsogen.audit.diff's data
     flow): the one size of PAGE_SIZES at which every read falls inside the
     layout's pages and the lowest inside its lowest page (a vDSO reads its
-    lowest data page: the time page, or MIPS's GIC page).  None when the
-    reads do not say: the ISA's are not decoded, there are none, or no
-    size or several fit."""
+    lowest data page: the time page, or MIPS's GIC page); failing that, the
+    one at which the lowest read is the first byte of one of the layout's
+    pages (MIPS without a GIC reads its time page from the seq at its
+    start, not the GIC page below).  None when the reads do not say: the
+    ISA's are not decoded, there are none, or no size or several fit."""
     from vdsogen.audit.diff import data_offsets
     from vdsogen.elf.reader import ElfImage
 
@@ -96,7 +98,8 @@ def page_size_of(image, layout: Layout, target) -> int | None:
     if not below:
         return None
     n, low = layout.page_count, min(below)
-    fits = [size for size in PAGE_SIZES if -n * size <= low < -(n - 1) * size]
+    fits = [size for size in PAGE_SIZES if -n * size <= low < -(n - 1) * size] or \
+        [size for size in PAGE_SIZES if low % size == 0 and -n * size <= low]
     return fits[0] if len(fits) == 1 else None
 
 
