@@ -29,7 +29,13 @@
 #            (rdhwr $2, the CP0 Count) the kernel's.  o32 and n32 boot the
 #            n64 kernel, as arm64-compat does the arm64 one
 #
-#   sh scripts/kernel-harness.sh [--image=FILE] [--suite=SUITE] [--dry-run] [ppc64le|s390x|arm64|arm64-compat|arm|mips-n64|mips-o32|mips-n32]
+#   mips on loongson3-virt (--machine=loongson3-virt): Debian's mips64el
+#            loongson-3 kernel (16 KiB pages) on qemu's Loongson-3 board with
+#            a Loongson-3A1000 (the one it takes under TCG), one CPU: what Debian's loongson-3 image needs
+#            (its n32 and n64 code multiply with Loongson's dmultu.g, which
+#            malta's CPU does not have)
+#
+#   sh scripts/kernel-harness.sh [--image=FILE] [--suite=SUITE] [--machine=loongson3-virt] [--dry-run] [ppc64le|s390x|arm64|arm64-compat|arm|mips-n64|mips-o32|mips-n32]
 #
 # --suite=SUITE  boots the kernel of Debian SUITE: bookworm (the default),
 #            trixie or sid (where it has one for the ABI: no MIPS after
@@ -74,13 +80,15 @@
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-USAGE="usage: $0 [--image=FILE] [--suite=bookworm|trixie|sid] [--dry-run] [ppc64le|s390x|arm64|arm64-compat|arm|mips-n64|mips-o32|mips-n32]"
+USAGE="usage: $0 [--image=FILE] [--suite=bookworm|trixie|sid] [--machine=loongson3-virt] [--dry-run] [ppc64le|s390x|arm64|arm64-compat|arm|mips-n64|mips-o32|mips-n32]"
 ABI=""
 IMAGE_ARG=""
 SUITE=bookworm
+MACHINE=""
 DRY_RUN=0
 for arg; do
 	case $arg in
+	--machine=loongson3-virt) MACHINE=${arg#--machine=} ;;
 	--image=?*) IMAGE_ARG=${arg#--image=} ;;
 	--suite=bookworm|--suite=trixie|--suite=sid) SUITE=${arg#--suite=} ;;
 	--dry-run) DRY_RUN=1 ;;
@@ -215,11 +223,24 @@ mips-n64|mips-o32|mips-n32)
 	boot_args() {
 		echo "-M malta -cpu MIPS64R2-generic -smp 1 -m 1G"
 	}
+	if [ "$MACHINE" = loongson3-virt ]; then
+		# The loongson-3 flavour, in a cache of its own (KABI): qemu's
+		# board builds the boot parameters for -kernel; its UART is ttyS0.
+		FLAVOUR=loongson-3
+		KABI=$KABI-loongson-3
+		boot_args() {
+			echo "-M loongson3-virt -cpu Loongson-3A1000 -smp 1 -m 1G"
+		}
+	fi
 	;;
 *)
 	echo "$USAGE" >&2
 	exit 2
 	;;
+esac
+case $MACHINE:$ABI in
+:*|loongson3-virt:mips-*) ;;
+*) echo "kernel-harness: --machine=$MACHINE: only for the MIPS ABIs" >&2; exit 2 ;;
 esac
 CACHE=${VDSOGEN_KERNEL_CACHE:-/var/tmp/vdsogen-kernel}
 [ "$SUITE" = bookworm ] || CACHE=$CACHE/$SUITE

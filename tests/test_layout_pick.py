@@ -78,7 +78,7 @@ def test_the_note_picks_the_layout(name, version, layout, pages, images, tmp_pat
 @pytest.mark.parametrize("name, version, have", [
     ("x86_64", (5, 4, 0), "linux-5.6-x86 (5.6-6.9), linux-6.12-x86 (6.10-6.12), linux-6.14-x86 (6.13-6.14), "
                           "linux-6.15-x86 (6.15-6.16), linux-6.17-x86 (6.17+)"),
-    ("riscv64", (6, 13, 0), "linux-6.12-riscv (6.12-6.12), linux-6.14-riscv (6.14-6.14), linux-6.15-riscv "
+    ("riscv64", (6, 13, 0), "linux-6.1-riscv (6.1-6.3), linux-6.12-riscv (6.12-6.12), linux-6.14-riscv (6.14-6.14), linux-6.15-riscv "
                             "(6.15-6.15), linux-6.16-riscv (6.16-6.16), linux-6.17-riscv (6.17-6.17), "
                             "linux-6.18-riscv (6.18-6.18), linux-7.2-riscv (7.2+)"),
     ("arm64", (5, 4, 0), "linux-5.6 (5.6-6.14), linux-6.15 (6.15-6.16), linux-6.17 (6.17+)"),

@@ -55,8 +55,46 @@ def test_offsets_are_linux(name):
 
 
 def test_every_riscv64_layout_has_its_facts():
-    """A riscv layout added later gets its row above."""
-    assert {lay.name for lay in layouts.for_abi(load_target("riscv64"))} == set(FACTS)
+    """A riscv layout added later gets its row above (or, without hwprobe, below)."""
+    assert {lay.name for lay in layouts.for_abi(load_target("riscv64"))} == set(FACTS) | {"linux-6.1-riscv"}
+
+
+# -- v6.1 to v6.3: no hwprobe in the vDSO, no arch data --------------------------------------------
+#
+# The generic vdso_data[2] (records of 240 bytes: no arch_data member yet),
+# the data page and the time-namespace page; __vdso_riscv_hwprobe came with
+# v6.4 (abi.toml's since), and with it the arch data.
+
+def test_v6_1_has_no_arch_page():
+    layout = load_layout("linux-6.1-riscv")
+    assert layout.covers((6, 1)) and layout.covers((6, 3)) and not layout.covers((6, 4))
+    assert layout.page("arch") is None and layout.page("rng") is None
+    assert [(p.role, p.index) for p in layout.pages] == [("time", 0), ("timens", 1)]
+    assert layout.field_offset(layout.time_struct, "vdso_data[1]") == 240
+
+
+def test_a_layout_without_an_arch_page_drops_hwprobe():
+    """Its kernels have no hwprobe in the vDSO: played with that layout, vdsogen's image has none."""
+    target = layouts.with_layout(load_target("riscv64"), load_layout("linux-6.1-riscv"))
+    names = {e.name for e in target.exports}
+    assert "__vdso_riscv_hwprobe" not in names and "__vdso_clock_gettime" in names
+
+
+def test_vdsogens_riscv64_passes_on_v6_1(tmp_path):
+    """`vdsogen test --layout=linux-6.1-riscv`: every check passes, without hwprobe's."""
+    status, outcome, text = run(load_target("riscv64"), layout="linux-6.1-riscv", tmp_path=tmp_path)
+    assert status == 0, text
+    assert "# layout: linux-6.1-riscv (Linux 6.1-6.3)" in text and "riscv_hwprobe" not in text, text
+
+
+def test_a_v6_1_image_picks_its_layout_and_passes(tmp_path):
+    """An image whose version note says 6.1 (as riscv64 kernels of 6.1 have it) is covered."""
+    from test_layout_pick import with_note
+    target, image = built_for("linux-6.1-riscv", tmp_path / "b", {})
+    image = with_note(image, tmp_path / "vdso.so", (6, 1, 0))
+    status, outcome, text = run(load_target("riscv64"), image, None, tmp_path / "r")
+    assert status == 0, text
+    assert "linux-6.1-riscv (Linux 6.1-6.3), the image's version note says Linux 6.1" in text, text
 
 
 @pytest.mark.parametrize("version, name", [

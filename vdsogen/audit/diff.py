@@ -32,10 +32,11 @@ from vdsogen.bench import hotpath
 from vdsogen.elf import decode
 from vdsogen.elf.cfi import fde_ranges
 from vdsogen.audit.rules.code import ppc_gprs_written
-from vdsogen.elf.consts import (EM_386, EM_AARCH64, EM_LOONGARCH, EM_PPC, EM_PPC64, EM_RISCV, EM_X86_64,
-                                STT_FUNC)
+from vdsogen.elf.consts import (EM_386, EM_AARCH64, EM_LOONGARCH, EM_MIPS, EM_PPC, EM_PPC64, EM_RISCV,
+                                EM_X86_64, STT_FUNC)
 from vdsogen.elf.reader import ElfImage, Unreadable
 from vdsogen.errors import ImageError, VdsogenError
+from vdsogen.isa import mips
 from vdsogen.isa.base import ByteOrder
 from vdsogen.isa.x86 import X86_0F_NO_MODRM, X86_MODRM
 from vdsogen.spec import abi as abi_catalogue
@@ -231,36 +232,56 @@ def data_offsets(img: ElfImage, skip: tuple = ()) -> dict[str, list[int]] | None
     """export -> the sorted offsets, from the image's first byte, of the data
     outside the image that the export's code reads (below the image, where
     Linux maps its data pages: negative offsets); None where the ISA's
-    PC-relative forms are not decoded (x86, arm64, powerpc, RISC-V and
-    LoongArch are).  `skip`: names left out (the signal trampolines, whose
-    syscall does not return)."""
+    PC-relative forms are not decoded (x86, arm64, powerpc, RISC-V,
+    LoongArch and MIPS are).  `skip`: names left out (the signal trampolines,
+    whose syscall does not return)."""
     transfer = {EM_386: _x86_transfer(False), EM_X86_64: _x86_transfer(True),
                 EM_AARCH64: _arm64_transfer, EM_RISCV: _riscv_transfer,
                 EM_LOONGARCH: _loongarch_transfer, EM_PPC: _powerpc_transfer(img.code_endian),
-                EM_PPC64: _powerpc_transfer(img.code_endian)}.get(img.e_machine)
+                EM_PPC64: _powerpc_transfer(img.code_endian),
+                EM_MIPS: _mips_transfer(img.code_endian)}.get(img.e_machine)
     if transfer is None:
         return None
     base = min((s.vaddr for s in img.loads), default=0)
     end = img.image_end
     regions = decode.Regions(hotpath.code_regions(img))
+    slots = img.e_machine == EM_MIPS
     out: dict[str, list[int]] = {}
     for name, value in functions_of(img).items():
         if name in skip:
             continue
         entry = decode.entry(img, value)
         insns = {addr: (insn, raw) for addr, insn, raw in decode.walk(img, regions, [entry])}
-        offsets = {a - base for a in _flow(insns, entry[0], transfer, regions) if not base <= a < end}
+        if slots:
+            _add_delay_slots(img, insns, regions)
+        offsets = {a - base for a in _flow(insns, entry[0], transfer, regions, slots) if not base <= a < end}
         if offsets:
             out[name] = sorted(offsets)
     return out
 
 
-def _flow(insns: dict, entry: int, transfer, regions: decode.Regions) -> set[int]:
+def _add_delay_slots(img: ElfImage, insns: dict, regions: decode.Regions) -> None:
+    """The delay slot of every jump, which the walk stops before (it runs
+    before the jump goes)."""
+    dec = decode.decoder_for(img)
+    for addr, (insn, _raw) in list(insns.items()):
+        slot = addr + insn.length
+        found = regions.find(slot)
+        if dec is None or insn.kind != decode.JUMP or slot in insns or found is None:
+            continue
+        start, code = found
+        got = dec(code, slot - start, slot, None)
+        if got is not None and got.length > 0:
+            insns[slot] = got, bytes(code[slot - start:slot - start + got.length])
+
+
+def _flow(insns: dict, entry: int, transfer, regions: decode.Regions, slots: bool = False) -> set[int]:
     """Every address a load of the flow from `entry` may read.  A flow goes
     round a loop once: along a branch back to an earlier address (a retry,
     or a second way into shared code) its registers are followed once more,
     then no further, so an address a loop steps (p += 16) adds one step, not
-    every one."""
+    every one.  `slots`: branches have a delay slot, whose instruction the
+    branch's target gets the registers after."""
     reads: set[int] = set()
     states: dict[tuple[int, int], Regs] = {(entry, 0): {}}
     work = [(entry, 0)]
@@ -280,7 +301,11 @@ def _flow(insns: dict, entry: int, transfer, regions: decode.Regions) -> set[int
             if after_call is None and insn.target is not None:
                 succ.append((insn.target, state))
         if insn.kind in (decode.JUMP, decode.CJUMP) and insn.target is not None:
-            succ.append((insn.target, state))
+            taken = state
+            if slots and nxt in insns:
+                taken = dict(state)
+                transfer(nxt, insns[nxt][0], insns[nxt][1], taken, reads, regions)
+            succ.append((insn.target, taken))
         for to, st in succ:
             at = (to, rounds + (to <= addr))
             if at[1] > MAX_ROUNDS:
@@ -654,6 +679,70 @@ def _loongarch_transfer(addr, insn, raw, state, reads, regions):
         state.pop(rd, None)
     state.pop(0, None)                                        # $zero is always 0
     return None
+
+
+# MIPS -------------------------------------------------------------------------------------
+
+_MIPS_RA = 31
+_MIPS_LOADS = {0x20, 0x21, 0x23, 0x24, 0x25, 0x27, 0x30, 0x34, 0x37, 0x1A, 0x1B, 0x22, 0x26}   # integer loads
+_MIPS_FP_LOADS = {0x31, 0x35}                                  # lwc1, ldc1: an FPR
+_MIPS_STORES = {0x28, 0x29, 0x2B, 0x2C, 0x2D, 0x2E, 0x2F, 0x38, 0x39, 0x3C, 0x3D, 0x3F}
+_MIPS_SPECIAL_NO_RD = {0x08, 0x0C, 0x0D, 0x0F, 0x11, 0x13} | set(range(0x18, 0x20)) | set(range(0x30, 0x37))
+
+
+def _mips_transfer(order: ByteOrder):
+    """The data-flow step of MIPS, whose code is in byte order `order`.  The
+    entries of Linux's images and vdsogen's find the data without the GOT:
+    bal over a word, which $ra then points at, holding the distance from
+    itself to the data; lw of that word and addu of $ra make the address."""
+
+    def word_at(regions: decode.Regions, addr: int) -> int | None:
+        found = regions.find(addr)
+        if found is None or addr + 4 > found[0] + len(found[1]):
+            return None
+        return int.from_bytes(bytes(found[1][addr - found[0]:addr - found[0] + 4]), order)
+
+    def step(addr, insn, raw, state, reads, regions):
+        w = int.from_bytes(raw[:4], order)
+        op, rs, rt, rd = w >> 26, (w >> 21) & 31, (w >> 16) & 31, (w >> 11) & 31
+        imm = _sext(w, 16)
+
+        def known(reg: int) -> frozenset:
+            return frozenset({0}) if reg == 0 else _known(state, reg)
+        if insn.kind == decode.CALL:
+            if mips.call_reads_pc(insn.target, addr + 8, lambda a: word_at(regions, a)):
+                out = dict(state)
+                out[_MIPS_RA] = frozenset({addr + 8})         # past the delay slot: the word jumped over
+                return out
+            return None
+        if addr in _known(state, _MIPS_RA):                   # the word a bal jumped over: data
+            return None
+        if op in _MIPS_LOADS or op in _MIPS_FP_LOADS:
+            at = {v + imm for v in known(rs)}
+            reads.update(at)
+            value = {word_at(regions, a) for a in at} if op == 0x23 and at else {None}
+            if op in _MIPS_LOADS:
+                _set(state, rt, (_sext(v, 32) for v in value) if None not in value else ())
+        elif op in (0x09, 0x19):                              # addiu, daddiu
+            _set(state, rt, (v + imm for v in known(rs)))
+        elif op == 0 and w & 0x3F in (0x21, 0x2D, 0x25) and (w & 0x3F != 0x25 or not rt):   # addu, daddu; move
+            _set(state, rd, (a + b for a in known(rs) for b in known(rt)))
+        elif op == 0:
+            if w & 0x3F not in _MIPS_SPECIAL_NO_RD:
+                state.pop(rd, None)
+        elif op in (0x1C, 0x1F):                              # SPECIAL2 (Loongson's gs*), SPECIAL3
+            state.pop(rd, None)
+            state.pop(rt, None)
+        elif op == 0x11 and rs in (0, 1, 2, 3):               # mfc1, dmfc1, cfc1, mfhc1: a GPR
+            state.pop(rt, None)
+        elif 0x08 <= op <= 0x0F or op == 0x18:                # the other immediate ops, lui
+            state.pop(rt, None)
+        elif op not in _MIPS_STORES and op not in (1, 2, 4, 5, 6, 7, 20, 21, 22, 23, 0x2F, 0x33, 0x3B):
+            state.pop(rt, None)                               # anything unknown: its rt may be written
+        state.pop(0, None)
+        return None
+
+    return step
 
 
 def _sext(value: int, bits: int) -> int:

@@ -68,10 +68,15 @@ def with_layout(target, layout: Layout, page_size: int | None = None):
     """The target with `layout` for its data pages, as many as it has (of
     `page_size` bytes, when given), and without the exports that read a page
     it lacks (getrandom's rng page: the kernels of such a layout have no
-    getrandom)."""
+    getrandom), and the arch-implemented ones (whose pages the function
+    catalogue does not name) its kernels did not have yet (the ABI
+    catalogue's `since`: riscv's hwprobe and its arch data came with v6.4)."""
     def served(e):
         f = e.function
-        return e.arch_impl or not f.uses_data or f.page == "time" or layout.page(f.page) is not None
+        if e.arch_impl:
+            x = target.abi.export(e.name)
+            return x is None or len(layout.linux) < 2 or tuple(x.since[:2]) <= layout.linux[1]
+        return not f.uses_data or f.page == "time" or layout.page(f.page) is not None
     return replace(target, datapage=replace(target.datapage, layout=layout, pages=layout.page_count,
                                             page_size=page_size or target.datapage.page_size),
                    exports=tuple(e for e in target.exports if served(e)))
@@ -82,9 +87,11 @@ def page_size_of(image, layout: Layout, target) -> int | None:
     addresses its code reads below the image (vdsogen.audit.diff's data
     flow): the one size of PAGE_SIZES at which every read falls inside the
     layout's pages and the lowest inside its lowest page (a vDSO reads its
-    lowest data page: the time page, or MIPS's GIC page).  None when the
-    reads do not say: the ISA's are not decoded, there are none, or no
-    size or several fit."""
+    lowest data page: the time page, or MIPS's GIC page); failing that, the
+    one at which the lowest read is the first byte of the time page (MIPS
+    without a GIC reads its time page from the seq at its start, not the
+    GIC page below).  None when the reads do not say: the
+    ISA's are not decoded, there are none, or no size or several fit."""
     from vdsogen.audit.diff import data_offsets
     from vdsogen.elf.reader import ElfImage
 
@@ -95,8 +102,9 @@ def page_size_of(image, layout: Layout, target) -> int | None:
     below = [o for offsets in (reads or {}).values() for o in offsets if o < 0]
     if not below:
         return None
-    n, low = layout.page_count, min(below)
-    fits = [size for size in PAGE_SIZES if -n * size <= low < -(n - 1) * size]
+    n, low, time = layout.page_count, min(below), layout.page("time")
+    fits = [size for size in PAGE_SIZES if -n * size <= low < -(n - 1) * size] or \
+        [size for size in PAGE_SIZES if time is not None and low == -(n - time.index) * size]
     return fits[0] if len(fits) == 1 else None
 
 
