@@ -5,18 +5,18 @@
 # and booted under qemu-system (TCG) with scripts/e2e/init.c as /init.  In
 # the guest: the kernel's own vDSO selftests built from the same source
 # (vdso_test_abi, vdso_test_correctness, vdso_test_gettimeofday,
-# vdso_test_getcpu; dynamically linked, with the cross glibc in the
-# initramfs), on x86_64 scripts/e2e/vdsotest.c, and vdsogen's probe
-# (runner/probe.c, glibc's clocks through the vDSO), which must see
-# vdsogen's build-id and no clock syscall.
+# vdso_test_getcpu, on s390x vdso_test_getrandom; dynamically linked,
+# with the cross glibc in the initramfs), on x86_64 scripts/e2e/vdsotest.c,
+# and vdsogen's probe (runner/probe.c, glibc's clocks through the vDSO),
+# which must see vdsogen's build-id and no clock syscall.
 #
 #   sh scripts/kernel-e2e.sh --arch=FAMILY [--negative]
 #
-# FAMILY: arm64 or x86_64 (the families whose v6.12 data pages vdsogen has a
-# layout for).  --negative then builds the same kernel with a deliberately
-# broken image (arm64: the data pages one page lower than the kernel maps
-# them; x86_64: the clock records read where v6.13 keeps them) and requires
-# the guest checks to FAIL.
+# FAMILY: arm64, s390x or x86_64 (the families whose v6.12 data pages
+# vdsogen has a layout for).  --negative then builds the same kernel with a
+# deliberately broken image (arm64, s390x: the data pages one page lower
+# than the kernel maps them; x86_64: the clock records read where v6.13
+# keeps them) and requires the guest checks to FAIL.
 #
 # Not part of the test suite: it installs what it needs (linux-source-6.12,
 # the family's qemu-system, the kernel's build dependencies), builds in
@@ -35,7 +35,7 @@ for a in "$@"; do
 	case $a in
 	--arch=*) FAMILY=${a#--arch=} ;;
 	--negative) NEGATIVE=1 ;;
-	*) echo "usage: sh scripts/kernel-e2e.sh --arch=arm64|x86_64 [--negative]" >&2; exit 2 ;;
+	*) echo "usage: sh scripts/kernel-e2e.sh --arch=arm64|s390x|x86_64 [--negative]" >&2; exit 2 ;;
 	esac
 done
 CACHE=${VDSOGEN_KERNEL_CACHE:-/var/tmp/vdsogen-kernel-6.12}/$FAMILY
@@ -73,8 +73,23 @@ arm64)
 	# The data pages one page lower than the kernel maps them.
 	BREAK='/^pages = / { print "pages = " $3 + 1 "   # broken on purpose"; next } { print }'
 	;;
+s390x)
+	KARCH=s390 CROSS=s390x-linux-gnu- TRIPLE=s390x-linux-gnu QEMU=qemu-system-s390x
+	QEMU_PKG=qemu-system-misc GCC_PKG=gcc-s390x-linux-gnu LIBC_PKG=libc6-dev-s390x-cross
+	KIMAGE=arch/s390/boot/bzImage
+	# The machine's serial is its SCLP VT220 console (ttysclp0).
+	QEMU_ARGS="-M s390-ccw-virtio -accel tcg -cpu max -smp 1 -m 512"
+	APPEND="console=ttysclp0"
+	CONFIG="-e SCLP_TTY -e SCLP_VT220_TTY -e SCLP_VT220_CONSOLE -d COMPAT -d KVM -d PCI"
+	VDSO_DIR=arch/s390/kernel/vdso64 SPEC=s390x
+	# __kernel_getrandom: also the kernel's vdso_test_getrandom, with the
+	# cache line TCG does not tell glibc (scripts/e2e/cacheline.c).
+	SELFTEST_GETRANDOM=1 CACHELINE=256
+	# The data pages one page lower than the kernel maps them.
+	BREAK='/^pages = / { print "pages = " $3 + 1 "   # broken on purpose"; next } { print }'
+	;;
 *)
-	echo "kernel-e2e: --arch=FAMILY: arm64 or x86_64 (got '${FAMILY}')" >&2
+	echo "kernel-e2e: --arch=FAMILY: arm64, s390x or x86_64 (got '${FAMILY}')" >&2
 	exit 2
 	;;
 esac
@@ -110,6 +125,13 @@ x86_64)
 	;;
 arm64)
 	cp "$ROOT/docs/kernel/arm64/Makefile.vdsogen" "$SRC/$VDSO_DIR/Makefile.vdsogen"
+	if ! grep -q 'Makefile.vdsogen' "$VMK"; then
+		say PATCH "$VDSO_DIR/Makefile: + include Makefile.vdsogen"
+		printf '\ninclude $(src)/Makefile.vdsogen\n' >> "$VMK"
+	fi
+	;;
+s390x)
+	cp "$ROOT/docs/kernel/s390/Makefile.vdsogen" "$SRC/$VDSO_DIR/Makefile.vdsogen"
 	if ! grep -q 'Makefile.vdsogen' "$VMK"; then
 		say PATCH "$VDSO_DIR/Makefile: + include Makefile.vdsogen"
 		printf '\ninclude $(src)/Makefile.vdsogen\n' >> "$VMK"
@@ -176,6 +198,16 @@ for t in vdso_test_abi vdso_test_gettimeofday vdso_test_getcpu; do
 	$CC -std=gnu99 -O2 -I"$ST" "$ST/parse_vdso.c" "$ST/$t.c" -o "$T/t/$t"
 done
 $CC -std=gnu99 -O2 -I"$ST" "$ST/vdso_test_correctness.c" -ldl -o "$T/t/vdso_test_correctness"
+if [ -n "${SELFTEST_GETRANDOM:-}" ]; then
+	# As its Makefile builds it, v6.12's uapi headers from the source (vgetrandom_opaque_params).
+	$CC -std=gnu99 -O2 -D_GNU_SOURCE -isystem "$SRC/tools/include" -isystem "$SRC/include/uapi" -I"$ST" \
+		"$ST/parse_vdso.c" "$ST/vdso_test_getrandom.c" -o "$T/t/vdso_test_getrandom"
+fi
+if [ -n "${CACHELINE:-}" ]; then
+	$CC -shared -fPIC -O2 -Wall -Wextra -Werror -DLINE="$CACHELINE" "$ROOT/scripts/e2e/cacheline.c" \
+		-o "$T/lib/e2e-cacheline.so"
+	APPEND="$APPEND LD_PRELOAD=/lib/e2e-cacheline.so"
+fi
 if [ "$FAMILY" = x86_64 ]; then
 	# x86-64's own check: build-id, offsets, no clock syscall, time namespaces, alternatives, getcpu.
 	gcc -static -O2 -Wall -Wextra -Werror -I"$OBJ/$VDSO_DIR/vdsogen" -DVDSOGEN_BUILD_ID="\"$BUILD_ID\"" \
