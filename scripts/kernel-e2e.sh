@@ -35,7 +35,7 @@ for a in "$@"; do
 	case $a in
 	--arch=*) FAMILY=${a#--arch=} ;;
 	--negative) NEGATIVE=1 ;;
-	*) echo "usage: sh scripts/kernel-e2e.sh --arch=arm64|x86_64 [--negative]" >&2; exit 2 ;;
+	*) echo "usage: sh scripts/kernel-e2e.sh --arch=arm64|riscv64|x86_64 [--negative]" >&2; exit 2 ;;
 	esac
 done
 CACHE=${VDSOGEN_KERNEL_CACHE:-/var/tmp/vdsogen-kernel-6.12}/$FAMILY
@@ -73,8 +73,23 @@ arm64)
 	# The data pages one page lower than the kernel maps them.
 	BREAK='/^pages = / { print "pages = " $3 + 1 "   # broken on purpose"; next } { print }'
 	;;
+riscv64)
+	KARCH=riscv CROSS=riscv64-linux-gnu- TRIPLE=riscv64-linux-gnu QEMU=qemu-system-riscv64
+	QEMU_PKG="qemu-system-misc opensbi" GCC_PKG=gcc-riscv64-linux-gnu LIBC_PKG=libc6-dev-riscv64-cross
+	KIMAGE=arch/riscv/boot/Image
+	# OpenSBI (Debian's opensbi) as the M-mode firmware; it also powers off.
+	QEMU_ARGS="-M virt -cpu rv64 -smp 1 -m 512 -bios /usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin"
+	APPEND="console=ttyS0"
+	# tinyconfig says no to what riscv would say yes to: the MMU, the FPU
+	# (glibc's lp64d), compressed instructions; the PLIC and the 8250 found
+	# in the device tree for the console; no 32-bit compat vDSO.
+	CONFIG="-e MMU -e FPU -e RISCV_ISA_C -e SIFIVE_PLIC -e SERIAL_8250 -e SERIAL_8250_CONSOLE -e SERIAL_OF_PLATFORM -d COMPAT"
+	VDSO_DIR=arch/riscv/kernel/vdso SPEC=riscv64
+	# The data pages one page lower than the kernel maps them.
+	BREAK='/^pages = / { print "pages = " $3 + 1 "   # broken on purpose"; next } { print }'
+	;;
 *)
-	echo "kernel-e2e: --arch=FAMILY: arm64 or x86_64 (got '${FAMILY}')" >&2
+	echo "kernel-e2e: --arch=FAMILY: arm64, riscv64 or x86_64 (got '${FAMILY}')" >&2
 	exit 2
 	;;
 esac
@@ -110,6 +125,13 @@ x86_64)
 	;;
 arm64)
 	cp "$ROOT/docs/kernel/arm64/Makefile.vdsogen" "$SRC/$VDSO_DIR/Makefile.vdsogen"
+	if ! grep -q 'Makefile.vdsogen' "$VMK"; then
+		say PATCH "$VDSO_DIR/Makefile: + include Makefile.vdsogen"
+		printf '\ninclude $(src)/Makefile.vdsogen\n' >> "$VMK"
+	fi
+	;;
+riscv64)
+	cp "$ROOT/docs/kernel/riscv/Makefile.vdsogen" "$SRC/$VDSO_DIR/Makefile.vdsogen"
 	if ! grep -q 'Makefile.vdsogen' "$VMK"; then
 		say PATCH "$VDSO_DIR/Makefile: + include Makefile.vdsogen"
 		printf '\ninclude $(src)/Makefile.vdsogen\n' >> "$VMK"
