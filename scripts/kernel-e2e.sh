@@ -6,15 +6,16 @@
 # the guest: the kernel's own vDSO selftests built from the same source
 # (vdso_test_abi, vdso_test_correctness, vdso_test_gettimeofday,
 # vdso_test_getcpu; dynamically linked, with the cross glibc in the
-# initramfs), on x86_64 scripts/e2e/vdsotest.c, and vdsogen's probe
+# initramfs), on x86_64 scripts/e2e/vdsotest.c, on riscv64
+# scripts/e2e/riscv-exports.c (every export, through glibc), and vdsogen's probe
 # (runner/probe.c, glibc's clocks through the vDSO), which must see
 # vdsogen's build-id and no clock syscall.
 #
 #   sh scripts/kernel-e2e.sh --arch=FAMILY [--negative]
 #
-# FAMILY: arm64 or x86_64 (the families whose v6.12 data pages vdsogen has a
-# layout for).  --negative then builds the same kernel with a deliberately
-# broken image (arm64: the data pages one page lower than the kernel maps
+# FAMILY: arm64, riscv64 or x86_64 (the families whose v6.12 data pages vdsogen
+# has a layout for).  --negative then builds the same kernel with a deliberately
+# broken image (arm64, riscv64: the data pages one page lower than the kernel maps
 # them; x86_64: the clock records read where v6.13 keeps them) and requires
 # the guest checks to FAIL.
 #
@@ -82,8 +83,10 @@ riscv64)
 	APPEND="console=ttyS0"
 	# tinyconfig says no to what riscv would say yes to: the MMU, the FPU
 	# (glibc's lp64d), compressed instructions; the PLIC and the 8250 found
-	# in the device tree for the console; no 32-bit compat vDSO.
-	CONFIG="-e MMU -e FPU -e RISCV_ISA_C -e SIFIVE_PLIC -e SERIAL_8250 -e SERIAL_8250_CONSOLE -e SERIAL_OF_PLATFORM -d COMPAT"
+	# in the device tree for the console; the ISA read from "riscv,isa" (qemu 7.2
+	# has no "riscv,isa-extensions": else no F and D, and user FP traps); no
+	# 32-bit compat vDSO.
+	CONFIG="-e MMU -e FPU -e RISCV_ISA_C -e SIFIVE_PLIC -e SERIAL_8250 -e SERIAL_8250_CONSOLE -e SERIAL_OF_PLATFORM -e RISCV_ISA_FALLBACK -d COMPAT"
 	VDSO_DIR=arch/riscv/kernel/vdso SPEC=riscv64
 	# The data pages one page lower than the kernel maps them.
 	BREAK='/^pages = / { print "pages = " $3 + 1 "   # broken on purpose"; next } { print }'
@@ -202,6 +205,12 @@ if [ "$FAMILY" = x86_64 ]; then
 	# x86-64's own check: build-id, offsets, no clock syscall, time namespaces, alternatives, getcpu.
 	gcc -static -O2 -Wall -Wextra -Werror -I"$OBJ/$VDSO_DIR/vdsogen" -DVDSOGEN_BUILD_ID="\"$BUILD_ID\"" \
 		"$ROOT/scripts/e2e/vdsotest.c" -o "$T/t/vdsogen_vdsotest"
+fi
+if [ "$FAMILY" = riscv64 ]; then
+	# Every export through glibc (hwprobe through the image's symbols), the clocks without a
+	# syscall, getcpu and flush_icache from the vDSO, a signal returning through __vdso_rt_sigreturn.
+	$CC -std=gnu99 -O2 -Wall -Wextra -Werror -I"$ST" "$ST/parse_vdso.c" "$ROOT/scripts/e2e/riscv-exports.c" \
+		-o "$T/t/vdsogen_exports"
 fi
 # Their C library: the loader at the path the programs name, the libraries in /lib.
 INTERP=$(readelf -l "$T/t/vdso_test_abi" | sed -n 's/.*interpreter: \(.*\)]/\1/p')
