@@ -7,16 +7,17 @@
 # (vdso_test_abi, vdso_test_correctness, vdso_test_gettimeofday,
 # vdso_test_getcpu, on s390x vdso_test_getrandom; dynamically linked,
 # with the cross glibc in the initramfs), on x86_64 scripts/e2e/vdsotest.c,
-# and vdsogen's probe (runner/probe.c, glibc's clocks through the vDSO),
-# which must see vdsogen's build-id and no clock syscall.
+# on riscv64 scripts/e2e/riscv-exports.c (every export, through glibc), and
+# vdsogen's probe (runner/probe.c, glibc's clocks through the vDSO), which
+# must see vdsogen's build-id and no clock syscall.
 #
 #   sh scripts/kernel-e2e.sh --arch=FAMILY [--negative]
 #
-# FAMILY: arm64, s390x or x86_64 (the families whose v6.12 data pages
-# vdsogen has a layout for).  --negative then builds the same kernel with a
-# deliberately broken image (arm64, s390x: the data pages one page lower
-# than the kernel maps them; x86_64: the clock records read where v6.13
-# keeps them) and requires the guest checks to FAIL.
+# FAMILY: arm64, riscv64, s390x or x86_64 (the families whose v6.12 data
+# pages vdsogen has a layout for).  --negative then builds the same kernel
+# with a deliberately broken image (arm64, riscv64, s390x: the data pages
+# one page lower than the kernel maps them; x86_64: the clock records read
+# where v6.13 keeps them) and requires the guest checks to FAIL.
 #
 # Not part of the test suite: it installs what it needs (linux-source-6.12,
 # the family's qemu-system, the kernel's build dependencies), builds in
@@ -35,7 +36,7 @@ for a in "$@"; do
 	case $a in
 	--arch=*) FAMILY=${a#--arch=} ;;
 	--negative) NEGATIVE=1 ;;
-	*) echo "usage: sh scripts/kernel-e2e.sh --arch=arm64|s390x|x86_64 [--negative]" >&2; exit 2 ;;
+	*) echo "usage: sh scripts/kernel-e2e.sh --arch=arm64|riscv64|s390x|x86_64 [--negative]" >&2; exit 2 ;;
 	esac
 done
 CACHE=${VDSOGEN_KERNEL_CACHE:-/var/tmp/vdsogen-kernel-6.12}/$FAMILY
@@ -88,8 +89,25 @@ s390x)
 	# The data pages one page lower than the kernel maps them.
 	BREAK='/^pages = / { print "pages = " $3 + 1 "   # broken on purpose"; next } { print }'
 	;;
+riscv64)
+	KARCH=riscv CROSS=riscv64-linux-gnu- TRIPLE=riscv64-linux-gnu QEMU=qemu-system-riscv64
+	QEMU_PKG="qemu-system-misc opensbi" GCC_PKG=gcc-riscv64-linux-gnu LIBC_PKG=libc6-dev-riscv64-cross
+	KIMAGE=arch/riscv/boot/Image
+	# OpenSBI (Debian's opensbi) as the M-mode firmware; it also powers off.
+	QEMU_ARGS="-M virt -cpu rv64 -smp 1 -m 512 -bios /usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin"
+	APPEND="console=ttyS0"
+	# tinyconfig says no to what riscv would say yes to: the MMU, the FPU
+	# (glibc's lp64d), compressed instructions; the PLIC and the 8250 found
+	# in the device tree for the console; the ISA read from "riscv,isa" (qemu 7.2
+	# has no "riscv,isa-extensions": else no F and D, and user FP traps); no
+	# 32-bit compat vDSO.
+	CONFIG="-e MMU -e FPU -e RISCV_ISA_C -e SIFIVE_PLIC -e SERIAL_8250 -e SERIAL_8250_CONSOLE -e SERIAL_OF_PLATFORM -e RISCV_ISA_FALLBACK -d COMPAT"
+	VDSO_DIR=arch/riscv/kernel/vdso SPEC=riscv64
+	# The data pages one page lower than the kernel maps them.
+	BREAK='/^pages = / { print "pages = " $3 + 1 "   # broken on purpose"; next } { print }'
+	;;
 *)
-	echo "kernel-e2e: --arch=FAMILY: arm64, s390x or x86_64 (got '${FAMILY}')" >&2
+	echo "kernel-e2e: --arch=FAMILY: arm64, riscv64, s390x or x86_64 (got '${FAMILY}')" >&2
 	exit 2
 	;;
 esac
@@ -132,6 +150,13 @@ arm64)
 	;;
 s390x)
 	cp "$ROOT/docs/kernel/s390/Makefile.vdsogen" "$SRC/$VDSO_DIR/Makefile.vdsogen"
+	if ! grep -q 'Makefile.vdsogen' "$VMK"; then
+		say PATCH "$VDSO_DIR/Makefile: + include Makefile.vdsogen"
+		printf '\ninclude $(src)/Makefile.vdsogen\n' >> "$VMK"
+	fi
+	;;
+riscv64)
+	cp "$ROOT/docs/kernel/riscv/Makefile.vdsogen" "$SRC/$VDSO_DIR/Makefile.vdsogen"
 	if ! grep -q 'Makefile.vdsogen' "$VMK"; then
 		say PATCH "$VDSO_DIR/Makefile: + include Makefile.vdsogen"
 		printf '\ninclude $(src)/Makefile.vdsogen\n' >> "$VMK"
@@ -212,6 +237,12 @@ if [ "$FAMILY" = x86_64 ]; then
 	# x86-64's own check: build-id, offsets, no clock syscall, time namespaces, alternatives, getcpu.
 	gcc -static -O2 -Wall -Wextra -Werror -I"$OBJ/$VDSO_DIR/vdsogen" -DVDSOGEN_BUILD_ID="\"$BUILD_ID\"" \
 		"$ROOT/scripts/e2e/vdsotest.c" -o "$T/t/vdsogen_vdsotest"
+fi
+if [ "$FAMILY" = riscv64 ]; then
+	# Every export through glibc (hwprobe through the image's symbols), the clocks without a
+	# syscall, getcpu and flush_icache from the vDSO, a signal returning through __vdso_rt_sigreturn.
+	$CC -std=gnu99 -O2 -Wall -Wextra -Werror -I"$ST" "$ST/parse_vdso.c" "$ROOT/scripts/e2e/riscv-exports.c" \
+		-o "$T/t/vdsogen_exports"
 fi
 # Their C library: the loader at the path the programs name, the libraries in /lib.
 INTERP=$(readelf -l "$T/t/vdso_test_abi" | sed -n 's/.*interpreter: \(.*\)]/\1/p')
