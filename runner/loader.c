@@ -755,8 +755,14 @@ static void __attribute__((noreturn)) start(uintptr_t sp, uintptr_t entry, uintp
 	__asm__ volatile("mr 1, %0\n\tmtctr %1\n\tli 3, 0\n\tli 4, 0\n\tli 5, 0\n\tli 6, 0\n\tli 7, 0\n\t"
 			 "li 8, 0\n\tbctr" : : "r"(sp), "r"(entry) : "memory");
 #elif defined(__arm__)
-	/* r0 would hold the dynamic linker's finaliser. */
-	__asm__ volatile("mov sp, %0\n\tmov lr, %1\n\tmov r0, #0\n\tbx lr" : : "r"(sp), "r"(entry) : "memory");
+	/*
+	 * r0 would hold the dynamic linker's finaliser.  r1-r12 zero too, as the
+	 * kernel leaves them: glibc 2.36's dynamic loader (_dl_start_user) loads
+	 * a word at its GOT plus r4 before it ever sets r4.
+	 */
+	__asm__ volatile("mov sp, %0\n\tmov lr, %1\n\tmov r0, #0\n\tmov r1, #0\n\tmov r2, #0\n\tmov r3, #0\n\t"
+			 "mov r4, #0\n\tmov r5, #0\n\tmov r6, #0\n\tmov r7, #0\n\tmov r8, #0\n\tmov r9, #0\n\t"
+			 "mov r10, #0\n\tmov r11, #0\n\tmov r12, #0\n\tbx lr" : : "r"(sp), "r"(entry) : "memory");
 #elif defined(__mips__)
 	/* $2 (v0) would hold the dynamic linker's finaliser; $25 (t9) is the callee's address. */
 	__asm__ volatile(".set push\n\t.set noreorder\n\tmove $sp, %0\n\tmove $25, %1\n\tmove $2, $0\n\t"
