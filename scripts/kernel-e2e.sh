@@ -6,17 +6,18 @@
 # the guest: the kernel's own vDSO selftests built from the same source
 # (vdso_test_abi, vdso_test_correctness, vdso_test_gettimeofday,
 # vdso_test_getcpu; dynamically linked, with the cross glibc in the
-# initramfs), on x86_64 scripts/e2e/vdsotest.c, and vdsogen's probe
+# initramfs), on x86_64 scripts/e2e/vdsotest.c, on powerpc
+# scripts/e2e/ppc-exports.c (every export, through glibc), and vdsogen's probe
 # (runner/probe.c, glibc's clocks through the vDSO), which must see
 # vdsogen's build-id and no clock syscall.
 #
 #   sh scripts/kernel-e2e.sh --arch=FAMILY [--negative]
 #
-# FAMILY: arm64 or x86_64 (the families whose v6.12 data pages vdsogen has a
-# layout for).  --negative then builds the same kernel with a deliberately
-# broken image (arm64: the data pages one page lower than the kernel maps
-# them; x86_64: the clock records read where v6.13 keeps them) and requires
-# the guest checks to FAIL.
+# FAMILY: arm64, ppc64 (big-endian, ELFv1), ppc64le or x86_64 (the families
+# whose v6.12 data pages vdsogen has a layout for).  --negative then builds
+# the same kernel with a deliberately broken image (arm64, powerpc: the data
+# pages one page lower than the kernel maps them; x86_64: the clock records
+# read where v6.13 keeps them) and requires the guest checks to FAIL.
 #
 # Not part of the test suite: it installs what it needs (linux-source-6.12,
 # the family's qemu-system, the kernel's build dependencies), builds in
@@ -35,7 +36,7 @@ for a in "$@"; do
 	case $a in
 	--arch=*) FAMILY=${a#--arch=} ;;
 	--negative) NEGATIVE=1 ;;
-	*) echo "usage: sh scripts/kernel-e2e.sh --arch=arm64|x86_64 [--negative]" >&2; exit 2 ;;
+	*) echo "usage: sh scripts/kernel-e2e.sh --arch=arm64|ppc64|ppc64le|x86_64 [--negative]" >&2; exit 2 ;;
 	esac
 done
 CACHE=${VDSOGEN_KERNEL_CACHE:-/var/tmp/vdsogen-kernel-6.12}/$FAMILY
@@ -45,6 +46,8 @@ VDSOGEN=$ROOT/.venv/bin/vdsogen
 say() { printf '  %-7s %s\n' "$1" "$2" >&2; }
 
 # -- the family: kernel ARCH, toolchain, qemu, where the glue goes --------------
+# (IMAGE_DIR: vdsogen's output directory, in VDSO_DIR.)
+IMAGE_DIR=vdsogen
 case $FAMILY in
 x86_64)
 	KARCH=x86 CROSS= TRIPLE=x86_64-linux-gnu QEMU=qemu-system-x86_64 QEMU_PKG=qemu-system-x86
@@ -73,8 +76,28 @@ arm64)
 	# The data pages one page lower than the kernel maps them.
 	BREAK='/^pages = / { print "pages = " $3 + 1 "   # broken on purpose"; next } { print }'
 	;;
+ppc64|ppc64le)
+	# pseries under TCG: a POWER9 guest with the hypervisor's console, booted
+	# by SLOF through prom_init (PPC_OF_BOOT_TRAMPOLINE).  No
+	# COMPAT (its vdso32 stays the kernel's: the glue replaces vdso64).
+	if [ "$FAMILY" = ppc64 ]; then
+		TRIPLE=powerpc64-linux-gnu LIBC_PKG=libc6-dev-ppc64-cross
+		CONFIG="-e CPU_BIG_ENDIAN -d CPU_LITTLE_ENDIAN"
+	else
+		TRIPLE=powerpc64le-linux-gnu LIBC_PKG=libc6-dev-ppc64el-cross
+		CONFIG="-d CPU_BIG_ENDIAN -e CPU_LITTLE_ENDIAN"
+	fi
+	KARCH=powerpc CROSS=$TRIPLE- QEMU=qemu-system-ppc64 QEMU_PKG=qemu-system-ppc GCC_PKG=gcc-$TRIPLE
+	KIMAGE=vmlinux
+	QEMU_ARGS="-M pseries -cpu power9 -smp 1 -m 512"
+	APPEND="console=hvc0"
+	CONFIG="-e PPC64 -e PPC_BOOK3S_64 $CONFIG -e PPC_PSERIES -e PPC_OF_BOOT_TRAMPOLINE -e HVC_CONSOLE -d COMPAT"
+	VDSO_DIR=arch/powerpc/kernel/vdso SPEC=$FAMILY IMAGE_DIR=vdsogen64
+	# The data pages one page lower than the kernel maps them.
+	BREAK='/^pages = / { print "pages = " $3 + 1 "   # broken on purpose"; next } { print }'
+	;;
 *)
-	echo "kernel-e2e: --arch=FAMILY: arm64 or x86_64 (got '${FAMILY}')" >&2
+	echo "kernel-e2e: --arch=FAMILY: arm64, ppc64, ppc64le or x86_64 (got '${FAMILY}')" >&2
 	exit 2
 	;;
 esac
@@ -110,6 +133,13 @@ x86_64)
 	;;
 arm64)
 	cp "$ROOT/docs/kernel/arm64/Makefile.vdsogen" "$SRC/$VDSO_DIR/Makefile.vdsogen"
+	if ! grep -q 'Makefile.vdsogen' "$VMK"; then
+		say PATCH "$VDSO_DIR/Makefile: + include Makefile.vdsogen"
+		printf '\ninclude $(src)/Makefile.vdsogen\n' >> "$VMK"
+	fi
+	;;
+ppc64|ppc64le)
+	cp "$ROOT/docs/kernel/powerpc/Makefile.vdsogen" "$ROOT/docs/kernel/powerpc/vdsogen-fixups.sh" "$SRC/$VDSO_DIR/"
 	if ! grep -q 'Makefile.vdsogen' "$VMK"; then
 		say PATCH "$VDSO_DIR/Makefile: + include Makefile.vdsogen"
 		printf '\ninclude $(src)/Makefile.vdsogen\n' >> "$VMK"
@@ -159,7 +189,7 @@ say MAKE "$KIMAGE with -j$JOBS in $OBJ${NEGATIVE:+ (negative control: $SPECS)}"
 start=$(date +%s)
 nice -n 19 $KMAKE -j"$JOBS" VDSOGEN="$VDSOGEN" VDSOGEN_SPECS="$SPECS" "$(basename "$KIMAGE")"
 build_s=$(( $(date +%s) - start ))
-IMAGE=$OBJ/$VDSO_DIR/vdsogen/vdso.so
+IMAGE=$OBJ/$VDSO_DIR/$IMAGE_DIR/vdso.so
 [ -f "$IMAGE" ] || { echo "kernel-e2e: $IMAGE was not built" >&2; exit 1; }
 BUILD_ID=$(readelf -n "$IMAGE" | awk '/Build ID/ { print $3 }')
 RELEASE=$(cat "$OBJ/include/config/kernel.release")
@@ -180,6 +210,15 @@ if [ "$FAMILY" = x86_64 ]; then
 	# x86-64's own check: build-id, offsets, no clock syscall, time namespaces, alternatives, getcpu.
 	gcc -static -O2 -Wall -Wextra -Werror -I"$OBJ/$VDSO_DIR/vdsogen" -DVDSOGEN_BUILD_ID="\"$BUILD_ID\"" \
 		"$ROOT/scripts/e2e/vdsotest.c" -o "$T/t/vdsogen_vdsotest"
+fi
+if [ "$KARCH" = powerpc ]; then
+	# Every export of vdsogen's image (its entry points and trampoline in
+	# vdso-offsets.h), used through glibc.
+	EXPORTS=$(sed -n 's/^#define vdso64_offset_\(__kernel_[A-Za-z0-9_]*\)	.*\/\* \(entry point\|trampoline\) \*\/$/"\1",/p' \
+		"$OBJ/$VDSO_DIR/$IMAGE_DIR/vdso-offsets.h" | tr -d '\n')
+	[ -n "$EXPORTS" ] || { echo "kernel-e2e: no exports in $OBJ/$VDSO_DIR/$IMAGE_DIR/vdso-offsets.h" >&2; exit 1; }
+	$CC -std=gnu99 -O2 -Wall -Wextra -Werror -DVDSOGEN_EXPORTS="$EXPORTS" "$ROOT/scripts/e2e/ppc-exports.c" -ldl \
+		-o "$T/t/vdsogen_exports"
 fi
 # Their C library: the loader at the path the programs name, the libraries in /lib.
 INTERP=$(readelf -l "$T/t/vdso_test_abi" | sed -n 's/.*interpreter: \(.*\)]/\1/p')
