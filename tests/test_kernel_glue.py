@@ -1,7 +1,11 @@
-"""The kernel glue of docs/kernel/ (docs/kernel.rst) against what the kernel reads."""
+"""The kernel glue (docs/kernel/: the fragments, glue sources, helper scripts
+and per-version specs a kernel tree copies in, docs/kernel.rst) travels in
+the wheel, under vdsogen/_data/kernel/, and in the sdist, byte for byte."""
 
 import shutil
 import subprocess
+import tarfile
+import zipfile
 
 import pytest
 
@@ -9,6 +13,57 @@ from conftest import ROOT, dynsym, elf, vdsogen
 from vdsogen.spec.model import load_target
 
 GLUE = ROOT / "docs" / "kernel"
+# What the wheel and the sdist are built from: the files pyproject.toml names.
+TREE = ("pyproject.toml", "README.rst", "vdsogen", "specs", "arch", "templates", "harness", "runner", "docs/kernel")
+
+
+@pytest.fixture(scope="module")
+def dists(tmp_path_factory):
+    """The wheel and the sdist, built through setuptools' PEP 517 hooks from a copy of the tree."""
+    tmp = tmp_path_factory.mktemp("glue")
+    src = tmp / "src"
+    for name in TREE:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            src.mkdir(exist_ok=True)
+            shutil.copy(ROOT / name, src / name)
+    out = tmp / "dist"
+    out.mkdir()
+    built = []
+    for hook in ("build_wheel", "build_sdist"):   # one process each: setuptools keeps state between them
+        proc = subprocess.run(["/usr/bin/python3", "-c", f"import sys; from setuptools import build_meta as b; "
+                               f"print('DIST', b.{hook}(sys.argv[1]))", str(out)],
+                              cwd=src, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        built += [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("DIST ")]
+    wheel, sdist = built
+    return out / wheel, out / sdist
+
+
+def glue_files():
+    files = {p.relative_to(GLUE).as_posix(): p.read_bytes() for p in GLUE.rglob("*") if p.is_file()}
+    # Every family's glue and the v6.12 specs the end-to-end run copies in.
+    for name in ("arm64/Makefile.vdsogen", "powerpc/Makefile.vdsogen", "powerpc/vdsogen-fixups.sh",
+                 "linux-6.12/ppc64.toml", "linux-6.12/ppc64le.toml", "vdsogen-image-64.c"):
+        assert name in files, name
+    return files
+
+
+def test_wheel_carries_the_kernel_glue(dists):
+    wheel, _ = dists
+    with zipfile.ZipFile(wheel) as z:
+        for name, data in glue_files().items():
+            assert z.read(f"vdsogen/_data/kernel/{name}") == data, name
+
+
+def test_sdist_carries_the_kernel_glue(dists):
+    _, sdist = dists
+    with tarfile.open(sdist) as t:
+        top = t.getnames()[0].split("/")[0]
+        for name, data in glue_files().items():
+            f = t.extractfile(f"{top}/docs/kernel/{name}")
+            assert f is not None and f.read() == data, name
 
 
 # --- powerpc: what arch/powerpc/kernel/vdso.c reads through VDSO64_SYMBOL() --
