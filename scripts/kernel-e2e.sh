@@ -7,17 +7,19 @@
 # (vdso_test_abi, vdso_test_correctness, vdso_test_gettimeofday,
 # vdso_test_getcpu, on s390x vdso_test_getrandom; dynamically linked,
 # with the cross glibc in the initramfs), on x86_64 scripts/e2e/vdsotest.c,
-# on riscv64 scripts/e2e/riscv-exports.c (every export, through glibc), and
-# vdsogen's probe (runner/probe.c, glibc's clocks through the vDSO), which
-# must see vdsogen's build-id and no clock syscall.
+# on riscv64 scripts/e2e/riscv-exports.c and on powerpc
+# scripts/e2e/ppc-exports.c (every export, through glibc), and vdsogen's
+# probe (runner/probe.c, glibc's clocks through the vDSO), which must see
+# vdsogen's build-id and no clock syscall.
 #
 #   sh scripts/kernel-e2e.sh --arch=FAMILY [--negative]
 #
-# FAMILY: arm64, riscv64, s390x or x86_64 (the families whose v6.12 data
-# pages vdsogen has a layout for).  --negative then builds the same kernel
-# with a deliberately broken image (arm64, riscv64, s390x: the data pages
-# one page lower than the kernel maps them; x86_64: the clock records read
-# where v6.13 keeps them) and requires the guest checks to FAIL.
+# FAMILY: arm64, ppc64 (big-endian, ELFv1), ppc64le, riscv64, s390x or
+# x86_64 (the families whose v6.12 data pages vdsogen has a layout for).
+# --negative then builds the same kernel with a deliberately broken image
+# (arm64, powerpc, riscv64, s390x: the data pages one page lower than the
+# kernel maps them; x86_64: the clock records read where v6.13 keeps them)
+# and requires the guest checks to FAIL.
 #
 # Not part of the test suite: it installs what it needs (linux-source-6.12,
 # the family's qemu-system, the kernel's build dependencies), builds in
@@ -36,7 +38,7 @@ for a in "$@"; do
 	case $a in
 	--arch=*) FAMILY=${a#--arch=} ;;
 	--negative) NEGATIVE=1 ;;
-	*) echo "usage: sh scripts/kernel-e2e.sh --arch=arm64|riscv64|s390x|x86_64 [--negative]" >&2; exit 2 ;;
+	*) echo "usage: sh scripts/kernel-e2e.sh --arch=arm64|ppc64|ppc64le|riscv64|s390x|x86_64 [--negative]" >&2; exit 2 ;;
 	esac
 done
 CACHE=${VDSOGEN_KERNEL_CACHE:-/var/tmp/vdsogen-kernel-6.12}/$FAMILY
@@ -46,6 +48,8 @@ VDSOGEN=$ROOT/.venv/bin/vdsogen
 say() { printf '  %-7s %s\n' "$1" "$2" >&2; }
 
 # -- the family: kernel ARCH, toolchain, qemu, where the glue goes --------------
+# (IMAGE_DIR: vdsogen's output directory, in VDSO_DIR.)
+IMAGE_DIR=vdsogen
 case $FAMILY in
 x86_64)
 	KARCH=x86 CROSS= TRIPLE=x86_64-linux-gnu QEMU=qemu-system-x86_64 QEMU_PKG=qemu-system-x86
@@ -106,8 +110,28 @@ riscv64)
 	# The data pages one page lower than the kernel maps them.
 	BREAK='/^pages = / { print "pages = " $3 + 1 "   # broken on purpose"; next } { print }'
 	;;
+ppc64|ppc64le)
+	# pseries under TCG: a POWER9 guest with the hypervisor's console, booted
+	# by SLOF through prom_init (PPC_OF_BOOT_TRAMPOLINE).  No
+	# COMPAT (its vdso32 stays the kernel's: the glue replaces vdso64).
+	if [ "$FAMILY" = ppc64 ]; then
+		TRIPLE=powerpc64-linux-gnu LIBC_PKG=libc6-dev-ppc64-cross
+		CONFIG="-e CPU_BIG_ENDIAN -d CPU_LITTLE_ENDIAN"
+	else
+		TRIPLE=powerpc64le-linux-gnu LIBC_PKG=libc6-dev-ppc64el-cross
+		CONFIG="-d CPU_BIG_ENDIAN -e CPU_LITTLE_ENDIAN"
+	fi
+	KARCH=powerpc CROSS=$TRIPLE- QEMU=qemu-system-ppc64 QEMU_PKG=qemu-system-ppc GCC_PKG=gcc-$TRIPLE
+	KIMAGE=vmlinux
+	QEMU_ARGS="-M pseries -cpu power9 -smp 1 -m 512"
+	APPEND="console=hvc0"
+	CONFIG="-e PPC64 -e PPC_BOOK3S_64 $CONFIG -e PPC_PSERIES -e PPC_OF_BOOT_TRAMPOLINE -e HVC_CONSOLE -d COMPAT"
+	VDSO_DIR=arch/powerpc/kernel/vdso SPEC=$FAMILY IMAGE_DIR=vdsogen64
+	# The data pages one page lower than the kernel maps them.
+	BREAK='/^pages = / { print "pages = " $3 + 1 "   # broken on purpose"; next } { print }'
+	;;
 *)
-	echo "kernel-e2e: --arch=FAMILY: arm64, riscv64, s390x or x86_64 (got '${FAMILY}')" >&2
+	echo "kernel-e2e: --arch=FAMILY: arm64, ppc64, ppc64le, riscv64, s390x or x86_64 (got '${FAMILY}')" >&2
 	exit 2
 	;;
 esac
@@ -162,6 +186,13 @@ riscv64)
 		printf '\ninclude $(src)/Makefile.vdsogen\n' >> "$VMK"
 	fi
 	;;
+ppc64|ppc64le)
+	cp "$ROOT/docs/kernel/powerpc/Makefile.vdsogen" "$ROOT/docs/kernel/powerpc/vdsogen-fixups.sh" "$SRC/$VDSO_DIR/"
+	if ! grep -q 'Makefile.vdsogen' "$VMK"; then
+		say PATCH "$VDSO_DIR/Makefile: + include Makefile.vdsogen"
+		printf '\ninclude $(src)/Makefile.vdsogen\n' >> "$VMK"
+	fi
+	;;
 esac
 grep -q 'Makefile.vdsogen' "$VMK" || { echo "kernel-e2e: could not patch $VMK" >&2; exit 1; }
 if [ "$FAMILY" = x86_64 ] && grep -q 'vdso64.so.dbg: \$(obj)/vdso.lds' "$VMK"; then
@@ -206,7 +237,7 @@ say MAKE "$KIMAGE with -j$JOBS in $OBJ${NEGATIVE:+ (negative control: $SPECS)}"
 start=$(date +%s)
 nice -n 19 $KMAKE -j"$JOBS" VDSOGEN="$VDSOGEN" VDSOGEN_SPECS="$SPECS" "$(basename "$KIMAGE")"
 build_s=$(( $(date +%s) - start ))
-IMAGE=$OBJ/$VDSO_DIR/vdsogen/vdso.so
+IMAGE=$OBJ/$VDSO_DIR/$IMAGE_DIR/vdso.so
 [ -f "$IMAGE" ] || { echo "kernel-e2e: $IMAGE was not built" >&2; exit 1; }
 BUILD_ID=$(readelf -n "$IMAGE" | awk '/Build ID/ { print $3 }')
 RELEASE=$(cat "$OBJ/include/config/kernel.release")
@@ -242,6 +273,15 @@ if [ "$FAMILY" = riscv64 ]; then
 	# Every export through glibc (hwprobe through the image's symbols), the clocks without a
 	# syscall, getcpu and flush_icache from the vDSO, a signal returning through __vdso_rt_sigreturn.
 	$CC -std=gnu99 -O2 -Wall -Wextra -Werror -I"$ST" "$ST/parse_vdso.c" "$ROOT/scripts/e2e/riscv-exports.c" \
+		-o "$T/t/vdsogen_exports"
+fi
+if [ "$KARCH" = powerpc ]; then
+	# Every export of vdsogen's image (its entry points and trampoline in
+	# vdso-offsets.h), used through glibc.
+	EXPORTS=$(sed -n 's/^#define vdso64_offset_\(__kernel_[A-Za-z0-9_]*\)	.*\/\* \(entry point\|trampoline\) \*\/$/"\1",/p' \
+		"$OBJ/$VDSO_DIR/$IMAGE_DIR/vdso-offsets.h" | tr -d '\n')
+	[ -n "$EXPORTS" ] || { echo "kernel-e2e: no exports in $OBJ/$VDSO_DIR/$IMAGE_DIR/vdso-offsets.h" >&2; exit 1; }
+	$CC -std=gnu99 -O2 -Wall -Wextra -Werror -DVDSOGEN_EXPORTS="$EXPORTS" "$ROOT/scripts/e2e/ppc-exports.c" -ldl \
 		-o "$T/t/vdsogen_exports"
 fi
 # Their C library: the loader at the path the programs name, the libraries in /lib.

@@ -11,7 +11,7 @@ from conftest import ROOT, TARGETS
 from vdsogen.spec.model import load_target
 
 # What a wheel is built from: the files pyproject.toml names.
-TREE = ("pyproject.toml", "README.rst", "vdsogen", "specs", "arch", "templates", "harness", "runner")
+TREE = ("pyproject.toml", "README.rst", "vdsogen", "specs", "arch", "templates", "harness", "runner", "docs/kernel")
 
 
 def run(argv, cwd, timeout=300):
