@@ -118,8 +118,9 @@ ppc64|ppc64le)
 		TRIPLE=powerpc64-linux-gnu LIBC_PKG=libc6-dev-ppc64-cross
 		CONFIG="-e CPU_BIG_ENDIAN -d CPU_LITTLE_ENDIAN"
 	else
+		# Debian's ppc64el glibc is built for POWER8: VSX in its memset.
 		TRIPLE=powerpc64le-linux-gnu LIBC_PKG=libc6-dev-ppc64el-cross
-		CONFIG="-d CPU_BIG_ENDIAN -e CPU_LITTLE_ENDIAN"
+		CONFIG="-d CPU_BIG_ENDIAN -e CPU_LITTLE_ENDIAN -e ALTIVEC -e VSX"
 	fi
 	KARCH=powerpc CROSS=$TRIPLE- QEMU=qemu-system-ppc64 QEMU_PKG=qemu-system-ppc GCC_PKG=gcc-$TRIPLE
 	KIMAGE=vmlinux
