@@ -352,3 +352,20 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if item.module is not None and item.module.__name__ in FAST_MODULES:
             item.add_marker(pytest.mark.fast)
+
+
+def as_kernels(so, dest, version=(7, 2, 13)):
+    """A copy of a vdsogen image as a kernel's would be: no notes of owner "vdsogen" (renamed), and a
+    Linux version note naming `version`."""
+    from vdsogen.elf.reader import ElfImage
+
+    img = ElfImage(str(so))
+    data = bytearray(so.read_bytes())
+    at = data.index(b"vdsogen\0")
+    data[at:at + 8] = b"kernelx\0"
+    code = (version[0] << 16 | version[1] << 8 | version[2]).to_bytes(4, img.endian)
+    old = next(bytes(n.desc) for n in img.notes if n.name == "Linux" and n.type == 0)
+    at = data.index(b"Linux\0\0\0" + old)
+    data[at + 8:at + 12] = code
+    dest.write_bytes(bytes(data))
+    return dest

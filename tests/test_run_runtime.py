@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LOADED_PART_ONLY, TARGETS, isolated_run_cache, program_stderr
+from conftest import LOADED_PART_ONLY, TARGETS, as_kernels, isolated_run_cache, program_stderr
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = 4096
@@ -113,23 +113,6 @@ def test_x86_64_image_fits_two_pages(env, built_with):
     for its hot code, and the cold paths ask 16 bytes (VDSO_COLD_ALIGN)."""
     so = built_with("x86_64", env)[1]
     assert so.stat().st_size <= 2 * PAGE, so.stat().st_size
-
-
-def as_kernels(so, dest, version=(7, 2, 13)):
-    """A copy of a vdsogen image as a kernel's would be: no notes of owner "vdsogen" (renamed), and a
-    Linux version note naming `version`."""
-    from vdsogen.elf.reader import ElfImage
-
-    img = ElfImage(str(so))
-    data = bytearray(so.read_bytes())
-    at = data.index(b"vdsogen\0")
-    data[at:at + 8] = b"kernelx\0"
-    code = (version[0] << 16 | version[1] << 8 | version[2]).to_bytes(4, img.endian)
-    old = next(bytes(n.desc) for n in img.notes if n.name == "Linux" and n.type == 0)
-    at = data.index(b"Linux\0\0\0" + old)
-    data[at + 8:at + 12] = code
-    dest.write_bytes(bytes(data))
-    return dest
 
 
 def probe_lines(text):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TIME_TARGETS, isolated_run_cache
+from conftest import TIME_TARGETS, as_kernels, isolated_run_cache
 
 from vdsogen import paths
 from vdsogen.harness.driver import harness_sources, runner
@@ -297,23 +297,6 @@ def test_a_kernels_image_at_its_own_page_size(tmp_path):
                                                                                            "probe.time")))
     assert abs(int(got["probe.time"]) - float(got["probe.reference"])) < 5, proc.stdout
     assert "4096-byte pages as the image's code reads them" in proc.stderr, proc.stderr
-
-
-def as_kernels(so, dest, version=(7, 2, 13)):
-    """A copy of a vdsogen image as a kernel's would be: no notes of owner "vdsogen" (renamed), and a
-    Linux version note naming `version`."""
-    from vdsogen.elf.reader import ElfImage
-
-    img = ElfImage(str(so))
-    data = bytearray(so.read_bytes())
-    at = data.index(b"vdsogen\0")
-    data[at:at + 8] = b"kernelx\0"
-    code = (version[0] << 16 | version[1] << 8 | version[2]).to_bytes(4, img.endian)
-    old = next(bytes(n.desc) for n in img.notes if n.name == "Linux" and n.type == 0)
-    at = data.index(b"Linux\0\0\0" + old)
-    data[at + 8:at + 12] = code
-    dest.write_bytes(bytes(data))
-    return dest
 
 
 def test_elfv1_dynamic_program(tmp_path):
