@@ -1,5 +1,4 @@
 #!/bin/sh
-# SPDX-License-Identifier: GPL-2.0
 # The bounds of a powerpc vDSO image's fixup tables, as the #define lines
 # arch/powerpc/kernel/vdso.c reads through VDSO64_SYMBOL() and
 # VDSO32_SYMBOL() (docs/kernel/powerpc/Makefile.vdsogen).
