@@ -64,9 +64,17 @@ for suite in bookworm trixie sid; do
 	echo "deb [arch=$ARCHES signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR $suite main" \
 		>>"$APT/etc/sources.list"
 done
+# The stable suites' kernels move on through the security archive; a mirror
+# may have dropped a pool file its index still names, and the security
+# archive keeps the earlier builds of the same kernel.
+for suite in bookworm trixie; do
+	echo "deb [arch=$ARCHES signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR-security $suite-security main" \
+		>>"$APT/etc/sources.list"
+done
 
 echo "  APT     update ($MIRROR: bookworm trixie sid; $ARCHES)"
-apt_get -qq update
+# A mirror without the security archive costs only the fallbacks.
+apt_get -qq update || echo "  WARN    apt update failed for some suites (above); going on with the rest"
 
 field() {	# FIELD PACKAGE:ARCH/SUITE: the first value of a control field
 	apt_cache show "$2" 2>/dev/null | sed -n "s/^$1: //p" | head -n 1
@@ -83,12 +91,14 @@ kernel_package() {	# SUITE ARCH FLAVOUR
 	echo "${bin:-$dep}"
 }
 
-# Download PACKAGE:ARCH/SUITE into debs/ (unless it was carved before) and
-# carve it.  KIND is kernel, dbg or qemu.
-carve() {	# SUITE ARCH PACKAGE KIND FLAVOUR
-	ver=$(field Version "$3:$2/$1")
+# Download PACKAGE:ARCH/RELEASE into debs/ (unless it was carved before) and
+# carve it as SUITE's.  KIND is kernel, dbg or qemu; RELEASE is apt's suite
+# (SUITE unless given: SUITE-security).  Returns 3 when the download failed.
+carve() {	# SUITE ARCH PACKAGE KIND FLAVOUR [RELEASE]
+	rel=${6:-$1}
+	ver=$(field Version "$3:$2/$rel")
 	if [ -z "$ver" ]; then
-		echo "  SKIP    $3 ($1/$2): not in the archive"
+		echo "  SKIP    $3 ($rel/$2): not in the archive"
 		return 0
 	fi
 	if grep -qxF "$1 $2 $3 $ver" "$CACHE/carved" 2>/dev/null; then
@@ -97,14 +107,14 @@ carve() {	# SUITE ARCH PACKAGE KIND FLAVOUR
 	dir="$CACHE/debs/$1-$2-$3"
 	deb=$(ls "$dir"/*.deb 2>/dev/null | head -n 1)
 	if [ -z "$deb" ]; then
-		echo "  GET     $3 $ver ($1/$2)"
+		echo "  GET     $3 $ver ($rel/$2)"
 		mkdir -p "$dir"
-		(cd "$dir" && apt_get -qq download "$3:$2/$1" >/dev/null) || true
+		(cd "$dir" && apt_get -qq download "$3:$2/$rel" >/dev/null) || true
 		deb=$(ls "$dir"/*.deb 2>/dev/null | head -n 1)
 		if [ -z "$deb" ]; then
-			echo "  SKIP    $3 $ver ($1/$2): the download failed"
-			FAILED="$FAILED $1/$2/$3"
-			return 0
+			echo "  SKIP    $3 $ver ($rel/$2): the download failed"
+			rmdir "$dir" 2>/dev/null || true
+			return 3
 		fi
 	fi
 	if "$PY" -m vdsogen.audit.carve --cache "$CACHE" --suite "$1" --arch "$2" --package "$3" \
@@ -114,6 +124,19 @@ carve() {	# SUITE ARCH PACKAGE KIND FLAVOUR
 		FAILED="$FAILED $1/$2/$3(carving)"
 	fi
 	[ "$KEEP" -eq 1 ] || rm -rf "$dir"
+}
+
+# The other builds of a flavour's kernel in SUITE and its security suite,
+# newest first, as "VERSION PACKAGE RELEASE" lines: the ones to try when the
+# newest cannot be downloaded.
+other_kernels() {	# SUITE ARCH FLAVOUR
+	for rel in "$1" "$1-security"; do
+		apt_cache pkgnames linux-image-6 2>/dev/null | grep -x "linux-image-[0-9][^ ]*-$3" |
+			while read -r p; do
+				v=$(field Version "$p:$2/$rel")
+				[ -z "$v" ] || echo "$v $p $rel"
+			done
+	done | sort -rV -u
 }
 
 # Every architecture each suite ships a kernel for, with its main flavour
@@ -136,16 +159,27 @@ for k in $KERNELS; do
 		echo "  SKIP    linux-image-$flavour ($suite/$arch): no kernel package"
 		continue
 	fi
-	carve "$suite" "$arch" "$pkg" kernel "$flavour"
+	carve "$suite" "$arch" "$pkg" kernel "$flavour" && continue
+	got=0
+	for alt in $(other_kernels "$suite" "$arch" "$flavour" | tr ' ' ':'); do
+		v=${alt%%:*} rest=${alt#*:}
+		[ "${rest%%:*}" != "$pkg" ] || continue
+		echo "  TRY     ${rest%%:*} $v instead"
+		if carve "$suite" "$arch" "${rest%%:*}" kernel "$flavour" "${rest#*:}"; then
+			got=1
+			break
+		fi
+	done
+	[ "$got" -eq 1 ] || FAILED="$FAILED $suite/$arch/$pkg"
 done
 if [ "$DBG" -eq 1 ]; then
 	# The smallest debug package with unstripped 32-bit ARM vDSOs (~620 MB).
 	pkg=$(kernel_package bookworm armhf armmp)
-	[ -z "$pkg" ] || carve bookworm armhf "$pkg-dbg" dbg armmp
+	[ -z "$pkg" ] || carve bookworm armhf "$pkg-dbg" dbg armmp || FAILED="$FAILED bookworm/armhf/$pkg-dbg"
 fi
 if [ "$QEMU" -eq 1 ]; then
 	for suite in trixie sid; do
-		carve "$suite" amd64 qemu-user qemu qemu-user
+		carve "$suite" amd64 qemu-user qemu qemu-user || FAILED="$FAILED $suite/amd64/qemu-user"
 	done
 fi
 "$PY" -m vdsogen.audit.carve --cache "$CACHE" --summary
