@@ -1,9 +1,9 @@
 /*
  * libgcc's unwinder through the image's SuperH signal trampolines
- * (tests/test_sh4_unwind.py), under qemu-sh4 with the image as the vDSO
- * (`vdsogen run`).  Built with harness/freestanding/ and Debian trixie's
- * libgcc_eh.a (gcc 14): bookworm's, built by gcc 12, drops the load of
- * context->ra in uw_frame_state_for (tests/test_sh4.py).
+ * (tests/test_sh4_unwind.py), under qemu-sh4 or qemu-sh4eb with the image
+ * as the vDSO (`vdsogen run`).  Built with harness/freestanding/ and a
+ * libgcc unwinder gcc 12 did not miscompile: Debian trixie's libgcc_eh.a
+ * (gcc 14) for sh4, GCC 12.2's built at -O0 for sh4eb.
  *
  *   sh4_unwind SIGRETURN RT_SIGRETURN    the trampolines' offsets in the image
  *

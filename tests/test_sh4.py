@@ -15,11 +15,11 @@ is built at -O0; `vdsogen run` without time data.  The generic tables
 The harness has no unwind checks here: Debian 12's libgcc_eh.a for sh4 is
 built by the same gcc 12 and carries its bug (test_gcc_drops_the_load_a_
 test_reads): uw_frame_state_for branches on context->ra without testing
-it, and every _Unwind_Backtrace ends at once.  tests/test_sh4_unwind.py
-unwinds through sh4's trampolines with trixie's libgcc; here the rules of
-sh4 and sh4eb (for which Debian has no libgcc) are held against the layout
-Linux's arch/sh/kernel/signal_32.c builds, and the harness's trampoline
-checks hold the code to Linux's words."""
+it, and no backtrace gets through.  tests/test_sh4_unwind.py unwinds
+through the trampolines of both with a libgcc unwinder gcc 12 did not
+build at -O2; here their rules are held against the layout Linux's
+arch/sh/kernel/signal_32.c builds, and the harness's trampoline checks
+hold the code to Linux's words."""
 
 import json
 import re
