@@ -12,12 +12,14 @@ broken trampoline or CFI caught; the freestanding harness built by gcc
 is built at -O0; `vdsogen run` without time data.  The generic tables
 (tests/test_targets.py) hold its check, audit and harness rows.
 
-No unwinder proves the CFI here: Debian's libgcc_eh.a for sh4 is built by
-the same gcc 12 and carries its bug (test_gcc_drops_the_load_a_test_reads):
-uw_frame_state_for branches on context->ra without loading it, and every
-_Unwind_Backtrace aborts.  So, as for riscv32, the rules are checked
-against the layout Linux's arch/sh/kernel/signal_32.c builds, and the
-harness's trampoline checks hold the code to Linux's words."""
+The harness has no unwind checks here: Debian 12's libgcc_eh.a for sh4 is
+built by the same gcc 12 and carries its bug (test_gcc_drops_the_load_a_
+test_reads): uw_frame_state_for branches on context->ra without testing
+it, and no backtrace gets through.  tests/test_sh4_unwind.py unwinds
+through the trampolines of both with a libgcc unwinder gcc 12 did not
+build at -O2; here their rules are held against the layout Linux's
+arch/sh/kernel/signal_32.c builds, and the harness's trampoline checks
+hold the code to Linux's words."""
 
 import json
 import re
