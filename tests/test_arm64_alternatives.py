@@ -183,3 +183,24 @@ def test_run_maps_the_image_as_booted(image, tmp_path, capsys):
                                        f"with HAS_FPSIMD does (vdsogen/harness/alternatives.toml): HAS_FPSIMD at "
                                        f"0x{get:x} (__kernel_getrandom)\n")
     assert booted_image(so, snapshot(so)).startswith("/proc/self/fd/")
+
+
+def test_the_facts_are_checked(tmp_path, monkeypatch):
+    """A misspelt ISA, or a present cap no row numbers, is an error naming alternatives.toml and the key."""
+    from vdsogen.errors import VdsogenError
+
+    facts = tmp_path / "alternatives.toml"
+    monkeypatch.setattr(alternatives, "FACTS", facts)
+    for text, want in (('[arm46]\nsection = ".altinstructions"\npresent = []\n[arm46.cpucaps]\n',
+                        "arm46: no ISA of that name (did you mean 'arm64'?)"),
+                       ('[arm64]\nsection = ".altinstructions"\npresent = ["HAS_FPSIMD"]\n'
+                        '[arm64.cpucaps."6.1"]\nHAS_ECV = 18\n',
+                        "arm64.present: HAS_FPSIMD: in no row of [arm64.cpucaps]")):
+        facts.write_text(text)
+        alternatives.facts.cache_clear()
+        try:
+            with pytest.raises(VdsogenError) as e:
+                alternatives.facts()
+        finally:
+            alternatives.facts.cache_clear()
+        assert str(facts) in str(e.value) and want in str(e.value), str(e.value)

@@ -65,11 +65,13 @@ class Facts:
 
     def names(self, version: tuple[int, ...] | None) -> tuple[str, dict[int, str]]:
         """(the row's version, number -> cap name) that holds at `version`; ("", {}) when none does."""
-        rows = [(since, names) for since, names in self.cpucaps if version is not None and since <= version[:2]]
+        from vdsogen.audit import era
+
+        rows = [(since, names) for since, names in self.cpucaps if version is not None and since <= version]
         if not rows:
             return "", {}
         since, names = rows[-1]
-        return ".".join(map(str, since)), names
+        return era.show(since), names
 
 
 @dataclass(frozen=True)
@@ -85,17 +87,23 @@ class Booted:
         cpu = ", ".join(sorted(self.present)) or "no cap"
         done = "; ".join(self.applied) or "none"
         left = f"; left as built: {'; '.join(self.left)}" if self.left else ""
-        return f"# alternatives: applied as its kernel booted on a CPU with {cpu} does (vdsogen/harness/alternatives.toml): {done}{left}"
+        return (f"# alternatives: applied as its kernel booted on a CPU with {cpu} does "
+                f"(vdsogen/harness/alternatives.toml): {done}{left}")
 
 
 @lru_cache(maxsize=None)
 def facts() -> dict[str, Facts]:
     """alternatives.toml, checked: ISA name -> Facts."""
-    from vdsogen.spec.toml import Table, load_toml
+    from vdsogen.audit import era
+    from vdsogen.isa import registry
+    from vdsogen.spec.toml import Table, did_you_mean, load_toml
 
     top = Table(FACTS, load_toml(FACTS))
+    isas = {isa.name for isa in registry().values()}
     out = {}
     for isa in top.keys():
+        if isa not in isas:
+            top.error(isa, f"no ISA of that name{did_you_mean(isa, isas)}")
         t = top.table(isa)
         section = t.str("section")
         present = frozenset(t.list("present", str))
@@ -104,7 +112,7 @@ def facts() -> dict[str, Facts]:
         for since in rows.keys():
             row = rows.table(since)
             try:
-                key = tuple(int(p) for p in since.split("."))
+                key = era.parse(since)
             except ValueError:
                 rows.error(since, "not a Linux version (\"6.12\")")
             names = {row.int(name, lo=0, hi=CB_BIT - 1): name for name in row.keys()}
@@ -117,7 +125,7 @@ def facts() -> dict[str, Facts]:
         if unknown:
             t.error("present", f"{', '.join(sorted(unknown))}: in no row of [{isa}.cpucaps]")
         t.done()
-        out[isa] = Facts(section, present, tuple(sorted(cpucaps)))
+        out[isa] = Facts(section, present, tuple(sorted(cpucaps, key=lambda r: r[0])))
     top.done()
     return out
 
