@@ -500,13 +500,33 @@ def run_harness(target, exe, image, builder=None, stream=None, timeout=RUN_TIMEO
     it gets SIGTERM (it then names the check it was running), then SIGKILL
     after TERM_GRACE: the whole group goes, and a last FAIL line names the
     check.  With `bench`, the harness times calls instead of checking them.
-    `aux_clocks` (AUX_CLOCKS) says how the image treats aux clocks."""
+    `aux_clocks` (AUX_CLOCKS) says how the image treats aux clocks.  An
+    image its kernel patches before mapping it (arm64's alternatives:
+    vdsogen/harness/alternatives.py) runs patched, as that kernel on the
+    harness's CPU maps it, from a scratch copy; a first line says what was
+    patched."""
+    from vdsogen.harness import alternatives
+
     builder = builder or Builder(target)
     stream = stream or sys.stdout
     image = Path(image)
     if not image.is_file():
         raise HarnessError(f"{image}: no such image")
-    argv = [*runner(target), *qemu_options(target), str(exe), *(["--bench"] if bench else []), str(image.resolve())]
+    booted = alternatives.boot(image)
+    if booted is None:
+        return _run_mapped(target, exe, image, image, builder, stream, timeout, bench, aux_clocks, soak)
+    print(booted.line, file=stream, flush=True)
+    with scratch_dir("booted") as tmp:
+        mapped = Path(tmp) / image.name
+        mapped.write_bytes(booted.data)
+        rc, outcome = _run_mapped(target, exe, image, mapped, builder, stream, timeout, bench, aux_clocks, soak)
+    outcome.diagnostics.insert(0, booted.line)
+    return rc, outcome
+
+
+def _run_mapped(target, exe, image, mapped, builder, stream, timeout, bench, aux_clocks, soak):
+    """run_harness on `image`, whose bytes the harness maps from `mapped`."""
+    argv = [*runner(target), *qemu_options(target), str(exe), *(["--bench"] if bench else []), str(mapped.resolve())]
     builder.log("TEST", image, argv)
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -115,7 +115,11 @@ def snapshot(path):
     that name to read the same bytes."""
     from vdsogen.elf.bounds import read_image_file
 
-    data = read_image_file(path)
+    return sealed(read_image_file(path))
+
+
+def sealed(data) -> str:
+    """`data` in a memory file sealed against change, named as snapshot() names one."""
     fd = os.memfd_create("vdsogen-image", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     view = memoryview(data)
     while view:
@@ -226,7 +230,25 @@ def checked_image(target, image):
         more = f" (and {len(errors) - 1} more: see `vdsogen {how} --arch {target.name if ours else target.abi.name} " \
             f"{image}`)" if len(errors) > 1 else ""
         raise RunError(f"{image}: fails `vdsogen {how}` for {target.name}: {finding_line(errors[0])}{more}")
-    return snap
+    return booted_image(image, snap)
+
+
+def booted_image(image, snap):
+    """The snapshot() `snap` of `image` as its kernel maps it: patched by the
+    alternatives its kernel applies at boot on the CPU the program runs on
+    (vdsogen/harness/alternatives.py, as `vdsogen test` maps it), said in one
+    line on stderr; `snap` itself when its kernel patches nothing."""
+    from vdsogen.harness.alternatives import boot
+
+    try:
+        booted = boot(snap)
+    except VdsogenError as e:
+        raise RunError(str(e.args[0]).replace(snap, str(image), 1)) from None
+    if booted is None:
+        return snap
+    print(f"vdsogen run: {image}: {booted.line[2:]}", file=sys.stderr, flush=True)
+    os.close(snapshot_fd(snap))
+    return sealed(booted.data)
 
 
 def image_target(target, image):
@@ -381,5 +403,5 @@ def run(target, argv, image=None, syscall_counts=None):
 
 
 __all__ = ["run", "prepare", "build_probe", "build_supervisor", "compile_cached", "install_cached", "checked_image",
-           "snapshot", "snapshot_fd", "cached_image", "image_inputs",
+           "snapshot", "sealed", "snapshot_fd", "cached_image", "image_inputs",
            "check_abi", "cache_dir", "runner_dir", "RunError", "PROBE"]
