@@ -369,3 +369,47 @@ def as_kernels(so, dest, version=(7, 2, 13)):
     data[at + 8:at + 12] = code
     dest.write_bytes(bytes(data))
     return dest
+
+
+def with_alt_records(so, dest, records, tail: bytes, edits, fmt: str, align: int):
+    """A copy of the image `so` at `dest` with an .altinstructions section of
+    boot-time patch records (vdsogen/harness/alternatives.py), packed by the
+    struct format `fmt` whose first two fields are the offsets, each from
+    itself, of the instructions and of their replacement; then the record's
+    other fields.  A record is (orig, repl, *fields): orig a file offset,
+    repl one or ("tail", i), byte i of `tail`, which goes in a section
+    .altinstr_replacement at an `align`-byte boundary, as code is.  `edits`
+    are (file offset, bytes) written over the copy first."""
+    import struct
+    import subprocess
+
+    from vdsogen.elf.reader import ElfImage
+
+    size = struct.calcsize(fmt)
+    data = bytearray(so.read_bytes())
+    for at, b in edits:
+        data[at:at + len(b)] = b
+    plain = dest.with_suffix(".plain")
+    plain.write_bytes(bytes(data))
+    recs, repl = dest.with_suffix(".recs"), dest.with_suffix(".repl")
+    recs.write_bytes(bytes(size * len(records)))
+    pad = 0
+    for _ in range(2):      # again with the replacement at its boundary
+        repl.write_bytes(bytes(pad) + tail)
+        subprocess.run(["llvm-objcopy", f"--add-section=.altinstructions={recs}",
+                        f"--add-section=.altinstr_replacement={repl}", str(plain), str(dest)], check=True)
+        img = ElfImage(str(dest))
+        sec, rep = img.section(".altinstructions"), img.section(".altinstr_replacement")
+        assert sec is not None and rep is not None
+        if (rep.offset + pad) % align == 0:
+            break
+        pad = -rep.offset % align
+    start = rep.offset + pad
+    data = bytearray(dest.read_bytes())
+    for i, (orig, repl_at, *fields) in enumerate(records):
+        at = sec.offset + size * i
+        if isinstance(repl_at, tuple):
+            repl_at = start + repl_at[1]
+        struct.pack_into(fmt, data, at, orig - at, repl_at - (at + 4), *fields)
+    dest.write_bytes(bytes(data))
+    return dest

@@ -13,11 +13,10 @@ is skipped.
 
 import io
 import struct
-import subprocess
 
 import pytest
 
-from conftest import build_validator, build_target, harness_target, run_broken
+from conftest import build_validator, build_target, harness_target, run_broken, with_alt_records
 from vdsogen.build.toolchain import Builder
 from vdsogen.elf.reader import ElfImage
 from vdsogen.errors import HarnessError
@@ -46,37 +45,10 @@ def image(tmp_path_factory):
 
 
 def with_records(so, dest, records, tail=(), edits=()):
-    """A copy of `so` with an .altinstructions section of `records`, and the words `tail` in a section
-    .altinstr_replacement.  A record is (orig, repl, cap, orig_len, alt_len): orig a file offset, repl
-    one or ("tail", i) for the i-th word of the tail; `edits` are (file offset, word) written over the
-    copy first."""
-    data = bytearray(so.read_bytes())
-    for at, w in edits:
-        data[at:at + 4] = w.to_bytes(4, "little")
-    plain = dest.with_suffix(".plain")
-    plain.write_bytes(bytes(data))
-    recs, repl = dest.with_suffix(".recs"), dest.with_suffix(".repl")
-    recs.write_bytes(bytes(12 * len(records)))
-    pad = 0
-    for _ in range(2):      # again with the replacement words at a 4-byte boundary, as code is
-        repl.write_bytes(bytes(pad) + b"".join(struct.pack("<I", w) for w in tail))
-        subprocess.run(["llvm-objcopy", f"--add-section=.altinstructions={recs}",
-                        f"--add-section=.altinstr_replacement={repl}", str(plain), str(dest)], check=True)
-        img = ElfImage(str(dest))
-        sec, rep = img.section(".altinstructions"), img.section(".altinstr_replacement")
-        assert sec is not None and rep is not None
-        if (rep.offset + pad) % 4 == 0:
-            break
-        pad = -rep.offset % 4
-    start = rep.offset + pad
-    data = bytearray(dest.read_bytes())
-    for i, (orig, repl_at, cap, orig_len, alt_len) in enumerate(records):
-        at = sec.offset + 12 * i
-        if isinstance(repl_at, tuple):
-            repl_at = start + 4 * repl_at[1]
-        struct.pack_into("<iiHBB", data, at, orig - at, repl_at - (at + 4), cap, orig_len, alt_len)
-    dest.write_bytes(bytes(data))
-    return dest
+    """A copy of `so` with arm64 records (orig, repl, cap, orig_len, alt_len) and the replacement words
+    `tail` (conftest.with_alt_records); `edits` are (file offset, word) written over the copy first."""
+    return with_alt_records(so, dest, records, b"".join(struct.pack("<I", w) for w in tail),
+                            [(at, w.to_bytes(4, "little")) for at, w in edits], "<iiHBB", align=4)
 
 
 def tail_at(path):

@@ -24,6 +24,23 @@ kernel leaves it.  Debian's images carry HAS_ECV's counter read and, since
 v6.12, HAS_FPSIMD's first word of __kernel_getrandom, which answers -ENOSYS
 unpatched.
 
+s390's kernel patches its vDSO at boot too (vdso_apply_alternatives, every
+context): .altinstructions holds packed 13-byte big-endian records, each
+    s32 instr_offset   the instructions to patch, from the field itself
+    s32 repl_offset    their replacement, from the field itself
+    u32 feature        ctx (4 bits), type (8), data (20): type 0 is a
+                       facility (data: its number, as STFLE lists it),
+                       1 the branch-prediction mitigation, 2 the
+                       relocated lowcore
+    u8  instrlen       bytes patched, as many as the replacement has
+A record whose feature the machine has is copied over its instructions,
+byte for byte (s390's replacements are position-independent); one it lacks
+is left.  The record names its feature itself, so no version's numbering
+is needed: "facility 129".  Debian's images test facility 129 (the vector
+facility) at the start of __kernel_getrandom, which answers -ENOSYS
+without it, and patch their ChaCha20 and counter reads for facilities 45
+and 148.
+
 `vdsogen test --image` (run_harness) and `vdsogen run --image`
 (checked_image) map boot()'s bytes and print its line.  vdsogen's own images
 have no such section, and run as they are.
@@ -33,14 +50,13 @@ import struct
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import NoReturn
+from typing import Callable, NoReturn
 
 from vdsogen.errors import HarnessError, ImageError
 from vdsogen.isa.base import sext
 
 FACTS = Path(__file__).with_name("alternatives.toml")
 CB_BIT = 1 << 15
-RECORD = 12         # bytes of one record
 PAGE = 4096         # adrp's granule
 
 
@@ -50,7 +66,7 @@ class Record:
     at: int             # file offset of the record
     orig: int           # file offset of the instructions it patches
     repl: int           # file offset of the replacement (a callback's: its code, outside the image)
-    cap: int            # without the callback bit
+    cap: int            # arm64: the cap without the callback bit; s390: the feature word
     callback: bool
     orig_len: int
     alt_len: int
@@ -62,6 +78,7 @@ class Facts:
     section: str
     present: frozenset[str]
     cpucaps: tuple[tuple[tuple[int, ...], dict[int, str]], ...]     # (since, number -> name), oldest first
+    form: "Format"
 
     def names(self, version: tuple[int, ...] | None) -> tuple[str, dict[int, str]]:
         """(the row's version, number -> cap name) that holds at `version`; ("", {}) when none does."""
@@ -107,43 +124,74 @@ def facts() -> dict[str, Facts]:
         t = top.table(isa)
         section = t.str("section")
         present = frozenset(t.list("present", str))
-        rows = t.table("cpucaps")
+        form = FORMATS[isa] if isa in FORMATS else t.error(isa, f"vdsogen reads no {isa} patch records")
         cpucaps = []
-        for since in rows.keys():
-            row = rows.table(since)
-            try:
-                key = era.parse(since)
-            except ValueError:
-                rows.error(since, "not a Linux version (\"6.12\")")
-            names = {row.int(name, lo=0, hi=CB_BIT - 1): name for name in row.keys()}
-            if len(names) != len(row.keys()):
-                rows.error(since, "two caps of one number")
-            row.done()
-            cpucaps.append((key, names))
-        rows.done()
-        unknown = present - {n for _, names in cpucaps for n in names.values()}
-        if unknown:
-            t.error("present", f"{', '.join(sorted(unknown))}: in no row of [{isa}.cpucaps]")
+        if form.numbered:
+            rows = t.table("cpucaps")
+            for since in rows.keys():
+                row = rows.table(since)
+                try:
+                    key = era.parse(since)
+                except ValueError:
+                    rows.error(since, "not a Linux version (\"6.12\")")
+                names = {row.int(name, lo=0, hi=CB_BIT - 1): name for name in row.keys()}
+                if len(names) != len(row.keys()):
+                    rows.error(since, "two caps of one number")
+                row.done()
+                cpucaps.append((key, names))
+            rows.done()
+            unknown = present - {n for _, names in cpucaps for n in names.values()}
+            if unknown:
+                t.error("present", f"{', '.join(sorted(unknown))}: in no row of [{isa}.cpucaps]")
+        else:
+            unnamed = sorted(n for n in present if form.named(n) is None)
+            if unnamed:
+                t.error("present", f"{', '.join(unnamed)}: not a feature its records name "
+                                   f"(\"facility 129\")")
         t.done()
-        out[isa] = Facts(section, present, tuple(sorted(cpucaps, key=lambda r: r[0])))
+        out[isa] = Facts(section, present, tuple(sorted(cpucaps, key=lambda r: r[0])), form)
     top.done()
     return out
 
 
-def records(img, section: str) -> list[Record]:
-    """The patch records of `section` of `img` (an ElfImage); [] without one."""
+def records(img, section: str, form: "Format") -> list[Record]:
+    """The patch records of `section` of `img` (an ElfImage) in `form`; [] without one."""
     sec = img.section(section)
     if sec is None:
         return []
-    fmt = ("<" if img.endian == "little" else ">") + "iiHBB"
-    if sec.size % RECORD or sec.offset + sec.size > len(img.data):
+    if sec.size % form.size or sec.offset + sec.size > len(img.data):
         raise HarnessError(f"{img.path}: {section} at 0x{sec.offset:x}: {sec.size} bytes, not whole "
-                           f"{RECORD}-byte records inside the file")
-    out = []
-    for i, at in enumerate(range(sec.offset, sec.offset + sec.size, RECORD)):
-        orig, alt, cap, orig_len, alt_len = struct.unpack_from(fmt, img.data, at)
-        out.append(Record(i, at, at + orig, at + 4 + alt, cap & ~CB_BIT, bool(cap & CB_BIT), orig_len, alt_len))
-    return out
+                           f"{form.size}-byte records inside the file")
+    order = "<" if img.endian == "little" else ">"
+    return [form.unpack(order, img.data, i, at)
+            for i, at in enumerate(range(sec.offset, sec.offset + sec.size, form.size))]
+
+
+def _arm64_record(order: str, data: bytes, index: int, at: int) -> Record:
+    orig, alt, cap, orig_len, alt_len = struct.unpack_from(order + "iiHBB", data, at)
+    return Record(index, at, at + orig, at + 4 + alt, cap & ~CB_BIT, bool(cap & CB_BIT), orig_len, alt_len)
+
+
+def _s390_record(order: str, data: bytes, index: int, at: int) -> Record:
+    orig, repl, feature, length = struct.unpack_from(order + "iiIB", data, at)
+    return Record(index, at, at + orig, at + 4 + repl, feature, False, length, length)
+
+
+# s390's feature types (the record's 8 bits after its context).
+S390_TYPES = {0: "facility", 1: "branch-prediction mitigation", 2: "relocated lowcore"}
+
+
+def _s390_name(rec: Record) -> str:
+    kind = S390_TYPES.get(rec.cap >> 20 & 0xFF, f"feature type {rec.cap >> 20 & 0xFF}")
+    return f"{kind} {rec.cap & 0xFFFFF}" if kind == "facility" else kind
+
+
+def _s390_named(name: str) -> str | None:
+    """`name` if an s390 record can name it ("facility 129"), else None."""
+    kind, _, number = name.rpartition(" ")
+    if kind == "facility" and number.isdigit():
+        return name
+    return name if name in S390_TYPES.values() and name != "facility" else None
 
 
 def boot(path, data: bytes | None = None) -> Booted | None:
@@ -161,16 +209,16 @@ def boot(path, data: bytes | None = None) -> Booted | None:
         return None         # what reads it next says what is wrong with it
     isa = for_machine(img.e_machine)
     table = facts().get(isa.name) if isa is not None else None
-    recs = records(img, table.section) if table is not None else []
+    recs = records(img, table.section, table.form) if table is not None else []
     if table is None or not recs:
         return None
     version = era.version_of(img)
-    row, names = table.names(version)
+    row, names = table.names(version) if table.form.numbered else ("", {})
     out = bytearray(img.data)
     applied: list[str] = []
     left: dict[tuple[str, str], list[str]] = {}      # (cap, why) -> the places left
     for rec in recs:
-        name = names.get(rec.cap)
+        name = names.get(rec.cap) if table.form.numbered else table.form.name(rec)
         if name is None:
             why = ("no Linux version note, so no cap numbering" if version is None else
                    f"vdsogen names no cap {rec.cap} for Linux {era.show(version)}"
@@ -183,7 +231,7 @@ def boot(path, data: bytes | None = None) -> Booted | None:
                                f"record of {name}, whose callback is kernel code outside the image; a kernel "
                                f"builds its vDSO's alternatives without one")
         else:
-            _patch(path, out, rec, table.section)
+            table.form.patch(path, out, rec, table.section)
             applied.append(f"{name} at {_where(img, rec.orig)}")
     lines = tuple(f"{cap} at {', '.join(at)} ({why})" for (cap, why), at in left.items())
     return Booted(bytes(out), tuple(applied), lines, table.present)
@@ -199,7 +247,7 @@ def _where(img, offset: int) -> str:
     return f"0x{offset:x}"
 
 
-def _patch(path, out: bytearray, rec: Record, section: str) -> None:
+def _arm64_patch(path, out: bytearray, rec: Record, section: str) -> None:
     """Write rec's replacement over its instructions in `out`, as the kernel does."""
     def bad(why: str) -> NoReturn:
         raise HarnessError(f"{path}: {section} record {rec.index} at 0x{rec.at:x}: {why}")
@@ -252,4 +300,30 @@ def _moved(word: int, src: int, dst: int, lo: int, hi: int) -> int | None:
     return word
 
 
-__all__ = ["Booted", "Record", "Facts", "boot", "records", "facts"]
+def _copy_patch(path, out: bytearray, rec: Record, section: str) -> None:
+    """Copy rec's replacement over its instructions, as s390's kernel does."""
+    for start in (rec.orig, rec.repl):
+        if start < 0 or start + rec.orig_len > len(out):
+            raise HarnessError(f"{path}: {section} record {rec.index} at 0x{rec.at:x}: "
+                               f"0x{start:x}+{rec.orig_len} is outside the file")
+    out[rec.orig:rec.orig + rec.orig_len] = out[rec.repl:rec.repl + rec.orig_len]
+
+
+@dataclass(frozen=True)
+class Format:
+    """How one ISA's kernel records and applies its vDSO's patches."""
+    size: int                                       # bytes of one record
+    unpack: Callable[[str, bytes, int, int], Record]
+    patch: Callable[[object, bytearray, Record, str], None]
+    numbered: bool                                  # caps by number, numbered per version ([ISA.cpucaps])
+    name: Callable[[Record], str] = lambda rec: str(rec.cap)        # the feature a record names itself
+    named: Callable[[str], str | None] = lambda name: None          # a `present` name a record can name
+
+
+FORMATS = {
+    "arm64": Format(12, _arm64_record, _arm64_patch, numbered=True),
+    "s390": Format(13, _s390_record, _copy_patch, numbered=False, name=_s390_name, named=_s390_named),
+}
+
+
+__all__ = ["Booted", "Record", "Facts", "Format", "FORMATS", "boot", "records", "facts"]
