@@ -62,9 +62,11 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
-#include "vdso-offsets.h"
+/* The image's structures before its offsets: vdso-offsets.h's vdso_page_rng
+ * (the rng page's offset) is also the name of the layout's struct. */
 #include "src/datapage.h"
 #include "src/vdso_config.h"
+#include "vdso-offsets.h"
 
 #ifndef VDSOGEN_BUILD_ID
 #error "build with -DVDSOGEN_BUILD_ID=\"<hex build-id of vdsogen's vdso.so>\""
