@@ -5,12 +5,18 @@
 # and booted under qemu-system (TCG) with scripts/e2e/init.c as /init.  In
 # the guest: the kernel's own vDSO selftests built from the same source
 # (vdso_test_abi, vdso_test_correctness, vdso_test_gettimeofday,
-# vdso_test_getcpu, on s390x vdso_test_getrandom; dynamically linked,
-# with the cross glibc in the initramfs), on x86_64 scripts/e2e/vdsotest.c,
-# on riscv64 scripts/e2e/riscv-exports.c and on powerpc
-# scripts/e2e/ppc-exports.c (every export, through glibc), and vdsogen's
-# probe (runner/probe.c, glibc's clocks through the vDSO), which must see
-# vdsogen's build-id and no clock syscall.
+# vdso_test_getcpu, and vdso_test_getrandom where v6.12's vDSO has
+# getrandom: x86_64, arm64, powerpc, s390x; dynamically linked, with the
+# cross glibc in the initramfs), on x86_64 scripts/e2e/vdsotest.c, on
+# riscv64 scripts/e2e/riscv-exports.c and on powerpc
+# scripts/e2e/ppc-exports.c (every export, through glibc or, getrandom,
+# through the symbol), and vdsogen's probe (runner/probe.c, glibc's clocks
+# through the vDSO), which must see vdsogen's build-id and no clock
+# syscall.  Each check has 30 s (scripts/e2e/init.c): a broken image that
+# hangs a check fails it.  vdso_test_chacha is not run: it tests the
+# kernel source's vgetrandom-chacha.S against a C reference and never
+# calls the booted vDSO, so it says nothing of vdsogen's image
+# (scripts/getrandom-selftests.sh runs it on vdsogen's own chacha20.S).
 #
 #   sh scripts/kernel-e2e.sh --arch=FAMILY [--negative]
 #
@@ -19,16 +25,17 @@
 # --negative then builds the same kernel with a deliberately broken image
 # (arm64, powerpc, riscv64, s390x: the data pages one page lower than the
 # kernel maps them; x86_64: the clock records read where v6.13 keeps them)
-# and requires the guest checks to FAIL.
+# and requires the guest checks to FAIL (ppc64le's hangs its clock reads:
+# the 'S' of the systemcfg page's "SYSTEMCFG" is an odd sequence word).
 #
 # Not part of the test suite: it installs what it needs (linux-source-6.12,
 # the family's qemu-system, the kernel's build dependencies), builds in
 # $VDSOGEN_KERNEL_CACHE/FAMILY (default /var/tmp/vdsogen-kernel-6.12,
 # outside the repository; a second run rebuilds only what changed), and
 # prints one line: family, kernel build time, boot-and-test time, checks
-# passed.  Exit 0 only when every check passed (--negative: when a check
-# failed).  JOBS=N sets make's parallelism (default 2); everything heavy
-# runs under nice -n 19.
+# passed.  Exit 0 only when every check passed, vdso_test_getrandom not
+# skipped where it runs (--negative: when a check failed).  JOBS=N sets
+# make's parallelism (default 2); everything heavy runs under nice -n 19.
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -61,7 +68,7 @@ x86_64)
 	APPEND="console=ttyS0 tsc=reliable clocksource=tsc no_timer_check"
 	APPEND="$APPEND tsc_early_khz=$(awk '/^cpu MHz/ { print int($4 * 1000); exit }' /proc/cpuinfo)"
 	CONFIG="-e 64BIT -e SERIAL_8250 -e SERIAL_8250_CONSOLE -e X86_IOPL_IOPERM -d KERNEL_XZ -e KERNEL_GZIP"
-	VDSO_DIR=arch/x86/entry/vdso SPEC=x86_64
+	VDSO_DIR=arch/x86/entry/vdso SPEC=x86_64 SELFTEST_GETRANDOM=1
 	# The kernel maps the pages where the image says (struct vdso_image), so
 	# the break is inside a page: v6.13's layout reads the clock records at
 	# +0 of the vvar page, where v6.12 keeps them at +128.
@@ -74,7 +81,7 @@ arm64)
 	QEMU_ARGS="-M virt -cpu max -smp 1 -m 512"
 	APPEND="console=ttyAMA0"
 	CONFIG="-e SERIAL_AMBA_PL011 -e SERIAL_AMBA_PL011_CONSOLE"
-	VDSO_DIR=arch/arm64/kernel/vdso SPEC=arm64
+	VDSO_DIR=arch/arm64/kernel/vdso SPEC=arm64 SELFTEST_GETRANDOM=1
 	# The data pages one page lower than the kernel maps them.
 	BREAK='/^pages = / { print "pages = " $3 + 1 "   # broken on purpose"; next } { print }'
 	;;
@@ -87,8 +94,8 @@ s390x)
 	APPEND="console=ttysclp0"
 	CONFIG="-e SCLP_TTY -e SCLP_VT220_TTY -e SCLP_VT220_CONSOLE -d COMPAT -d KVM -d PCI"
 	VDSO_DIR=arch/s390/kernel/vdso64 SPEC=s390x
-	# __kernel_getrandom: also the kernel's vdso_test_getrandom, with the
-	# cache line TCG does not tell glibc (scripts/e2e/cacheline.c).
+	# vdso_test_getrandom with the cache line TCG does not tell glibc
+	# (scripts/e2e/cacheline.c).
 	SELFTEST_GETRANDOM=1 CACHELINE=256
 	# The data pages one page lower than the kernel maps them.
 	BREAK='/^pages = / { print "pages = " $3 + 1 "   # broken on purpose"; next } { print }'
@@ -127,7 +134,7 @@ ppc64|ppc64le)
 	QEMU_ARGS="-M pseries -cpu power9 -smp 1 -m 512"
 	APPEND="console=hvc0"
 	CONFIG="-e PPC64 -e PPC_BOOK3S_64 $CONFIG -e PPC_PSERIES -e PPC_OF_BOOT_TRAMPOLINE -e HVC_CONSOLE -d COMPAT"
-	VDSO_DIR=arch/powerpc/kernel/vdso SPEC=$FAMILY IMAGE_DIR=vdsogen64
+	VDSO_DIR=arch/powerpc/kernel/vdso SPEC=$FAMILY IMAGE_DIR=vdsogen64 SELFTEST_GETRANDOM=1
 	# The data pages one page lower than the kernel maps them.
 	BREAK='/^pages = / { print "pages = " $3 + 1 "   # broken on purpose"; next } { print }'
 	;;
@@ -330,6 +337,13 @@ printf '%-8s %s  build %4d s  boot+checks %4d s  %s/%s checks passed, %s skipped
 	"${NEGATIVE:+ (negative control)}"
 if [ -z "$summary" ]; then
 	echo "kernel-e2e: $FAMILY: no result from the guest (console: $RUN/console.log)" >&2
+	exit 1
+fi
+# A skip of vdso_test_getrandom (no __kernel_getrandom/__vdso_getrandom in the
+# image) is no pass.
+if [ -z "$NEGATIVE" ] && [ -n "${SELFTEST_GETRANDOM:-}" ] &&
+	! tr -d '\r' < "$RUN/console.log" | grep -a -q -x 'ok vdso_test_getrandom'; then
+	echo "kernel-e2e: $FAMILY FAIL: vdso_test_getrandom did not pass (console: $RUN/console.log)"
 	exit 1
 fi
 if [ -n "$NEGATIVE" ]; then

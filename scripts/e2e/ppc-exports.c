@@ -18,7 +18,12 @@
  *   __kernel_sync_dicache: two instructions written to a page run after
  *     the export made them visible;
  *   __kernel_sigtramp_rt64: a signal handler returns to it (the kernel
- *     starts handlers at its bctrl: vdso64_offset_sigtramp_rt64).
+ *     starts handlers at its bctrl: vdso64_offset_sigtramp_rt64);
+ *   __kernel_getrandom (called directly: the cross glibc, 2.36, predates
+ *     glibc's use of it): the state query gives a state size and v6.12's
+ *     mmap protection and flags; a state mapped as they say gives the
+ *     bytes asked for, new ones each call, and other bytes from a second
+ *     state.
  *
  * Prints "# ok NAME" or "# FAIL NAME (why)" per export; exit 0 when all
  * passed.
@@ -212,6 +217,51 @@ static const char *check_sigtramp_rt64(void *code)
 	return handler_return == code ? NULL : "the handler did not return to it";
 }
 
+/* struct vgetrandom_opaque_params of v6.12's uapi linux/random.h (not in the cross headers). */
+struct opaque_params {
+	uint32_t size_of_opaque_state, mmap_prot, mmap_flags, reserved[13];
+};
+
+#define MAP_DROPPABLE_6_12 0x08	/* v6.12's uapi linux/mman.h */
+
+static const char *check_getrandom(void *code)
+{
+	long (*vdso)(void *, size_t, unsigned, void *, size_t) = callable(code);
+	static char bad[128];
+	struct opaque_params params;
+	unsigned char a[64], b[64], c[64], zero[64] = { 0 };
+	void *state[2];
+	int i;
+
+	memset(&params, 0xff, sizeof(params));
+	if (vdso(NULL, 0, 0, &params, ~0UL) != 0 || !params.size_of_opaque_state ||
+	    params.size_of_opaque_state > 4096)
+		return "the state query failed";
+	/* MAP_DROPPABLE is a mapping type, as MAP_PRIVATE is: not both. */
+	if (params.mmap_prot != (PROT_READ | PROT_WRITE) ||
+	    params.mmap_flags != (MAP_ANONYMOUS | MAP_DROPPABLE_6_12)) {
+		snprintf(bad, sizeof(bad), "mmap protection %#x and flags %#x, not v6.12's %#x and %#x",
+			 params.mmap_prot, params.mmap_flags, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_DROPPABLE_6_12);
+		return bad;
+	}
+	for (i = 0; i < 2; i++) {
+		state[i] = mmap(NULL, params.size_of_opaque_state, params.mmap_prot, params.mmap_flags, -1, 0);
+		if (state[i] == MAP_FAILED)
+			return "the kernel maps no state as the query says";
+	}
+	memset(a, 0, sizeof(a));
+	memset(b, 0, sizeof(b));
+	memset(c, 0, sizeof(c));
+	if (vdso(a, sizeof(a), 0, state[0], params.size_of_opaque_state) != sizeof(a) ||
+	    vdso(b, sizeof(b), 0, state[0], params.size_of_opaque_state) != sizeof(b) ||
+	    vdso(c, sizeof(c), 0, state[1], params.size_of_opaque_state) != sizeof(c))
+		return "not the bytes asked for";
+	if (!memcmp(a, zero, sizeof(a)) || !memcmp(a, b, sizeof(a)) || !memcmp(a, c, sizeof(a)) ||
+	    !memcmp(b, c, sizeof(b)))
+		return "zeros, or the same bytes twice";
+	return NULL;
+}
+
 static const struct {
 	const char *name;
 	const char *(*check)(void *code);
@@ -225,6 +275,7 @@ static const struct {
 	{ "__kernel_get_syscall_map", check_get_syscall_map },
 	{ "__kernel_sync_dicache", check_sync_dicache },
 	{ "__kernel_sigtramp_rt64", check_sigtramp_rt64 },
+	{ "__kernel_getrandom", check_getrandom },
 };
 
 int main(void)
