@@ -4,6 +4,7 @@ facts, not against itself."""
 
 import pytest
 
+from conftest import ROOT
 from vdsogen.spec.layout import load_layout
 
 CLOCK = {"seq": 0, "clock_mode": 4, "cycle_last": 8, "mask": 16, "mult": 24, "shift": 28, "basetime": 32}
@@ -55,3 +56,20 @@ def test_overriding_a_struct_moves_its_users():
     base, x86 = load_layout("linux-6.17"), load_layout("linux-6.17-x86")
     assert not base.has_max_cycles and x86.has_max_cycles
     assert base.struct("vdso_time_data").size == 2304 and x86.struct("vdso_time_data").size == 2368
+
+
+def test_no_struct_takes_a_name_vdso_offsets_h_defines(tmp_path):
+    """vdso-offsets.h defines vdso_page_ROLE for each data page; a struct of
+    that name breaks every C file that includes both it and datapage.h
+    (as the x86_64 kernel e2e's vdsotest.c does)."""
+    from vdsogen.errors import SpecError
+    from vdsogen.spec.layout import EMITTED_PREFIX
+
+    shipped = [load_layout(p.stem) for p in (ROOT / "specs" / "layouts").glob("*.toml")]
+    assert not [(lay.name, s.name) for lay in shipped for s in lay.structs if s.name.startswith(EMITTED_PREFIX)]
+    bad = tmp_path / "bad.toml"
+    bad.write_text((ROOT / "specs" / "layouts" / "linux-6.12-x86.toml").read_text()
+                   .replace('"vdso_rng_page"', '"vdso_page_rng"'))
+    with pytest.raises(SpecError, match=r"bad\.toml: struct\[\d+\]\.name: 'vdso_page_rng': a name of the form "
+                                        r"vdso_page_ROLE is vdso-offsets.h's macro"):
+        load_layout("bad", [tmp_path, ROOT / "specs" / "layouts"])

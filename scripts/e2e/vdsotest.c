@@ -62,8 +62,6 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
-/* The image's structures before its offsets: vdso-offsets.h's vdso_page_rng
- * (the rng page's offset) is also the name of the layout's struct. */
 #include "src/datapage.h"
 #include "src/vdso_config.h"
 #include "vdso-offsets.h"

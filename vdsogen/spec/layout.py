@@ -14,6 +14,11 @@ from pathlib import Path
 from vdsogen import paths
 from vdsogen.spec.toml import C_IDENT, Table, did_you_mean, load_toml
 
+# vdso-offsets.h (templates/emit-vdso-offsets.h.j2) defines vdso_page_ROLE for
+# every data page: no struct may take such a name.
+EMITTED_PREFIX = "vdso_page_"
+
+
 SCALARS = {
     "u8": (1, "uint8_t"), "u16": (2, "uint16_t"), "u32": (4, "uint32_t"), "u64": (8, "uint64_t"),
     "s8": (1, "int8_t"), "s16": (2, "int16_t"), "s32": (4, "int32_t"), "s64": (8, "int64_t"),
@@ -234,6 +239,9 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
         sname = t.ident("name")
         if sname in SCALARS:
             t.error("name", f"{sname!r} is a scalar type name")
+        if sname.startswith(EMITTED_PREFIX):
+            t.error("name", f"{sname!r}: a name of the form {EMITTED_PREFIX}ROLE is vdso-offsets.h's macro for a "
+                            f"data page's offset (--emit): a C file that includes both would break")
         fields = []
         for ft in t.tables("fields"):
             fields.append((ft.ident("name"), ft.str("type"), ft.int("count", 0, lo=0, hi=4096),
