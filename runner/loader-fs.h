@@ -75,6 +75,12 @@ static inline ssize_t pread(int fd, void *buf, size_t n, off_t off)
 	return syscall(SYS_pread64, (long)fd, buf, n, 0L, lo, hi);
 #endif
 }
+#elif defined(__sparc__) && !defined(__arch64__)
+/* 32-bit SPARC's pread64: the 64-bit offset as two words, the high one first, with no padding. */
+static inline ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	return syscall(SYS_pread64, (long)fd, buf, n, off < 0 ? -1L : 0L, (long)off);
+}
 #else
 static inline ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {

@@ -802,6 +802,15 @@ static void __attribute__((noreturn)) start(uintptr_t sp, uintptr_t entry, uintp
 
 	__asm__ volatile("sub %0, 128 + 2047, %%sp\n\tmov %%g0, %%fp\n\tmov %%g0, %%g1\n\tjmpl %1, %%g0\n\t nop"
 			 : : "r"(sp), "r"(to) : "memory");
+#elif defined(__sparc__)
+	/*
+	 * 32-bit SPARC: argc sits one register window (16 words) above %sp;
+	 * %g1 would hold the dynamic linker's finaliser.
+	 */
+	register uintptr_t to __asm__("o5") = entry;
+
+	__asm__ volatile("sub %0, 64, %%sp\n\tmov %%g0, %%fp\n\tmov %%g0, %%g1\n\tjmpl %1, %%g0\n\t nop"
+			 : : "r"(sp), "r"(to) : "memory");
 #elif defined(__sh__)
 	/* r4 would hold the dynamic linker's finaliser; pr and the frame pointer (r14) end a backtrace. */
 	register uintptr_t from __asm__("r1") = sp;

@@ -70,13 +70,26 @@ static void *vdso_sym(const char *name)
 
 static int (*vdso_clock_gettime)(clockid_t, struct timespec *);
 static int (*vdso_clock_getres)(clockid_t, struct timespec *);
-static int (*vdso_gettimeofday)(struct timeval *, void *);
+static int (*vdso_gettimeofday)(void *, void *);	/* the kernel's timeval: 32-bit fields on a 32-bit ABI */
+
+/*
+ * time.h's timespec is the kernel's 64-bit one: on a 32-bit ABI the
+ * time64 entries take it (sparc32-compat's __vdso_clock_gettime takes the
+ * 32-bit old_timespec32), and gettimeofday's timeval is the 32-bit one.
+ */
+#if __SIZEOF_LONG__ == 4
+#define VDSO_GETTIME64	"__vdso_clock_gettime64"
+#define VDSO_GETRES64	"__vdso_clock_getres_time64"
+#else
+#define VDSO_GETTIME64	"__vdso_clock_gettime"
+#define VDSO_GETRES64	"__vdso_clock_getres"
+#endif
 
 static void find_vdso(void)
 {
-	vdso_clock_gettime = (int (*)(clockid_t, struct timespec *))vdso_sym("__vdso_clock_gettime");
-	vdso_clock_getres = (int (*)(clockid_t, struct timespec *))vdso_sym("__vdso_clock_getres");
-	vdso_gettimeofday = (int (*)(struct timeval *, void *))vdso_sym("__vdso_gettimeofday");
+	vdso_clock_gettime = (int (*)(clockid_t, struct timespec *))vdso_sym(VDSO_GETTIME64);
+	vdso_clock_getres = (int (*)(clockid_t, struct timespec *))vdso_sym(VDSO_GETRES64);
+	vdso_gettimeofday = (int (*)(void *, void *))vdso_sym("__vdso_gettimeofday");
 }
 
 /* As a C library answers: the vDSO's result (0, or -errno), else the syscall's. */
@@ -113,20 +126,29 @@ static int probe_clock_getres(clockid_t clk, struct timespec *ts)
 
 static int gettimeofday(struct timeval *tv, void *tz)
 {
-	if (vdso_gettimeofday)
+	if (vdso_gettimeofday) {
+#if __SIZEOF_LONG__ == 4
+		struct { long sec, usec; } old = { 0, 0 };
+		int r = probe_ret(vdso_gettimeofday(&old, tz));
+
+		tv->tv_sec = old.sec;
+		tv->tv_usec = old.usec;
+		return r;
+#else
 		return probe_ret(vdso_gettimeofday(tv, tz));
+#endif
+	}
 #ifdef SYS_gettimeofday
 	return (int)syscall(SYS_gettimeofday, tv, tz);
 #else
 	{
 		/* No gettimeofday syscall (rv32): CLOCK_REALTIME's, in microseconds. */
-		struct timespec ts;
+		struct timespec ts = { 0 };
+		int r = probe_clock_gettime(CLOCK_REALTIME, &ts);
 
-		if (probe_clock_gettime(CLOCK_REALTIME, &ts) != 0)
-			return -1;
 		tv->tv_sec = ts.tv_sec;
 		tv->tv_usec = ts.tv_nsec / 1000;
-		return 0;
+		return r;
 	}
 #endif
 }

@@ -295,7 +295,7 @@ def test_live_without_auxv_entry_is_unusable(tmp_path):
 def test_catalogue_covers_every_target_abi():
     want = {"x86_64", "x32", "i386", "arm64", "arm64-compat", "arm", "mips-o32", "mips-n32", "mips-n64", "ppc32",
             "ppc64", "ppc64le", "riscv64", "s390x", "s390", "loongarch64",
-            "riscv32", "sh4", "sh4eb", "sparc64", "parisc"}
+            "riscv32", "sh4", "sh4eb", "sparc64", "sparc32", "parisc"}
     assert set(abi.names()) == want
     for a in abi.catalogue().values():
         if a.name in ("sh4", "sh4eb"):                        # no C library or runtime looks one up
@@ -303,7 +303,7 @@ def test_catalogue_covers_every_target_abi():
             continue
         assert a.lookups["glibc"] or a.name == "parisc"    # glibc's hppa port looks nothing up
         assert a.lookups["sysv"]
-        assert a.lookups["musl"] or a.name in ("s390", "sparc64", "parisc")   # musl has no s390, sparc or hppa port
+        assert a.lookups["musl"] or a.name in ("s390", "sparc64", "sparc32", "parisc")  # musl: no s390, sparc or hppa port
         for lookups in a.lookups.values():
             for lk in lookups:
                 assert lk.version in a.versions or (a.name, lk.symbol) == ("ppc32", "__kernel_clock_gettime64")

@@ -44,7 +44,7 @@ from vdsogen.elf.consts import (EM_386, EM_AARCH64, EM_ARM, EM_LOONGARCH, EM_MIP
                                 EM_S390, EM_X86_64)
 from vdsogen.elf.reader import ElfImage
 from vdsogen.isa import arm64, x86
-from vdsogen.isa.sparc import EM_SPARCV9
+from vdsogen.isa.sparc import EM_SPARC32PLUS, EM_SPARCV9
 from vdsogen.spec.model import load_target
 
 OBJDUMP = shutil.which("llvm-objdump-19") or "/usr/lib/llvm-19/bin/llvm-objdump"
@@ -65,6 +65,7 @@ BRANCHES = {
 }
 BRANCHES[EM_386] = BRANCHES[EM_X86_64]
 BRANCHES[EM_PPC] = BRANCHES[EM_PPC64]
+BRANCHES[EM_SPARC32PLUS] = BRANCHES[EM_SPARCV9]
 BRANCH_RE = {m: re.compile(f"({r})$") for m, r in BRANCHES.items()}
 IT = re.compile(r"it[te]{0,3}$")
 X86_PREFIXES = {"lock", "rep", "repe", "repz", "repne", "repnz", "bnd", "notrack", "addr16", "addr32", "data16",
@@ -108,7 +109,7 @@ def objdump_target(img, addr, mnemonic, operands):
     if img.e_machine == EM_S390 and mnemonic in ("brc", "brcl") and operands[0].strip() == "0":
         return None                                     # mask 0: never taken, a nop
     last = operands[-1].strip()
-    if img.e_machine == EM_SPARCV9 and re.fullmatch(r"-?[0-9]+", last):
+    if img.e_machine in (EM_SPARCV9, EM_SPARC32PLUS) and re.fullmatch(r"-?[0-9]+", last):
         # SPARC prints call's displacement in bytes, signed, and a branch's field in words, unsigned:
         # 16 bits for one on a register, 19 on %icc/%xcc/%fccN (V9's predicted forms), else 22.
         if mnemonic == "call":

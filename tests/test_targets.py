@@ -38,7 +38,7 @@ CHECK_CLEAN = {
     # clang's: only Go's profiler page check cares.
     ("s390x", "llvm"): {"S006"}, ("s390x", "gnu"): {"S006"},
     # GNU ld gives every sparc64 shared object an empty DT_RELA (D007): Linux's images too.
-    ("sparc64", "gnu"): {"D007"},
+    ("sparc64", "gnu"): {"D007"}, ("sparc32-compat", "gnu"): {"D007"},
     # No time data, GNU only (LLVM has no SuperH backend).
     ("sh4", "gnu"): set(), ("sh4eb", "gnu"): set(),
 }

@@ -19,6 +19,7 @@ double __floatundidf(uint64_t a);
 double __floatdidf(int64_t a);
 uint64_t __fixunsdfdi(double d);
 int64_t __fixdfdi(double d);
+int __cmpdi2(int64_t a, int64_t b);
 
 /* n / d, and n % d in *rem: by 32-bit division where both fit, else one quotient bit a step. */
 static uint64_t udivmod(uint64_t n, uint64_t d, uint64_t *rem)
@@ -105,6 +106,19 @@ int64_t __fixdfdi(double d)
 	if (d >= 9223372036854775808.0)
 		return INT64_MAX;
 	return d < 0 ? -(int64_t)__fixunsdfdi(-d) : (int64_t)__fixunsdfdi(d);
+}
+
+/* a against b: 0 below, 1 equal, 2 above (32-bit SPARC's gcc calls it); by halves, the high one signed. */
+int __cmpdi2(int64_t a, int64_t b)
+{
+	int32_t ah = (int32_t)((uint64_t)a >> 32), bh = (int32_t)((uint64_t)b >> 32);
+	uint32_t al = (uint32_t)a, bl = (uint32_t)b;
+
+	if (ah != bh)
+		return ah < bh ? 0 : 2;
+	if (al != bl)
+		return al < bl ? 0 : 2;
+	return 1;
 }
 
 #else

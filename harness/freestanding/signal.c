@@ -24,7 +24,13 @@ int sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
 		k.flags = (unsigned long)(unsigned int)sa->sa_flags;
 		memcpy(&k.mask, &sa->sa_mask, KSIGSET_SIZE);
 	}
+#ifdef FS_RT_SIGACTION_RESTORER
+	/* SPARC: the restorer is an argument, before the size. */
+	r = fs_sys5(SYS_rt_sigaction, sig, sa ? &k : NULL, old ? &ko : NULL,
+		    FS_RT_SIGACTION_RESTORER(sa ? k.flags : 0), KSIGSET_SIZE);
+#else
 	r = fs_sys4(SYS_rt_sigaction, sig, sa ? &k : NULL, old ? &ko : NULL, KSIGSET_SIZE);
+#endif
 	if (r == 0 && old) {
 		memset(old, 0, sizeof(*old));
 		old->sa_handler = (void (*)(int))ko.handler;

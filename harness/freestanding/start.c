@@ -76,6 +76,15 @@ void *fs_tls_new(void **block, size_t *size)
 	/* The thread pointer at the TCB, the block max(TCB, p_align) above it (SuperH); align leaves room. */
 	tp -= tls_phdr->p_align > FS_TLS_TCB_SIZE ? tls_phdr->p_align : FS_TLS_TCB_SIZE;
 #endif
+#ifdef FS_TLS_VARIANT_II
+	/*
+	 * Variant II (SPARC): the thread pointer right above the block, from
+	 * which GNU ld's offsets reach back p_memsz rounded up to p_align (the
+	 * segment starts aligned: skew is 0).
+	 */
+	tp += (tls_phdr->p_memsz + (tls_phdr->p_align ? tls_phdr->p_align : 1) - 1) &
+	      ~(uintptr_t)(tls_phdr->p_align ? tls_phdr->p_align - 1 : 0);
+#endif
 	return tp;
 }
 

@@ -1,4 +1,5 @@
-"""SPARC (EM_SPARCV9): 64-bit SPARC V9, big-endian words.
+"""SPARC (EM_SPARCV9, EM_SPARC32PLUS): SPARC V9, 64-bit, and V8+ (the 32-bit
+ABI on a V9 CPU, as sparc64 kernels' compat vDSO is built), big-endian words.
 
 Decoding: call (disp30), the branches on integer and floating-point
 condition codes (Bicc, BPcc, FBfcc, FBPfcc: `a` always jumps, `n` never)
@@ -16,6 +17,7 @@ from vdsogen.isa.base import CALL, CJUMP, COUNTER, JUMP, OTHER, RETURN, SEQ, STO
     Decode, Image, Insn, Isa, fixed_width, sext, word_classifier
 
 EM_SPARCV9 = 43
+EM_SPARC32PLUS = 18
 O7, I7, SP, FP = 15, 31, 14, 30
 ASR_TICK, ASR_STICK = 4, 24
 JMPL, RETURN_OP3, TCC, RDASR = 0x38, 0x39, 0x3A, 0x28
@@ -97,5 +99,5 @@ def data_load(raw: bytes, mode: str | None, order: ByteOrder, long_mode: bool) -
     return word >> 30 == 3 and (word >> 19) & 0x3F in _LOADS and (word >> 14) & 31 not in (SP, FP)
 
 
-ISA = Isa("sparc", {EM_SPARCV9: "EM_SPARCV9"}, _decoder, _classifier, delay_slots=True,
-          branch_likely=branch_likely, data_load=data_load)
+ISA = Isa("sparc", {EM_SPARCV9: "EM_SPARCV9", EM_SPARC32PLUS: "EM_SPARC32PLUS"}, _decoder, _classifier,
+          delay_slots=True, branch_likely=branch_likely, data_load=data_load)

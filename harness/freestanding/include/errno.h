@@ -34,11 +34,21 @@ extern __thread int errno;
 #define EPIPE		32
 #define EDOM		33
 #define ERANGE		34
+#ifdef __sparc__
+/* SPARC's own numbers past 34 (arch/sparc/include/uapi/asm/errno.h, SunOS's). */
+#define EOPNOTSUPP	45
+#define ENOTSUP		45
+#define ETIMEDOUT	60
+#define ENAMETOOLONG	63
+#define EDEADLK		78
+#define ENOSYS		90
+#else
 #define EDEADLK		35
 #define ENAMETOOLONG	36
 #define ENOSYS		38
 #define ENOTSUP		95
 #define EOPNOTSUPP	95
 #define ETIMEDOUT	110
+#endif
 
 #endif

@@ -13,20 +13,41 @@
 #define SIGILL		4
 #define SIGTRAP		5
 #define SIGABRT		6
-#define SIGBUS		7
 #define SIGFPE		8
 #define SIGKILL		9
-#define SIGUSR1		10
 #define SIGSEGV		11
-#define SIGUSR2		12
 #define SIGPIPE		13
 #define SIGALRM		14
 #define SIGTERM		15
+#define NSIG		65
+
+#ifdef __sparc__
+/* SPARC's own numbers and flags (arch/sparc/include/uapi/asm/signal.h). */
+#define SIGBUS		10
+#define SIGSYS		12
+#define SIGSTOP		17
+#define SIGCONT		19
+#define SIGCHLD		20
+#define SIGUSR1		30
+#define SIGUSR2		31
+
+#define SA_ONSTACK	0x00000001
+#define SA_RESTART	0x00000002
+#define SA_RESETHAND	0x00000004
+#define SA_NODEFER	0x00000020
+#define SA_SIGINFO	0x00000200
+
+#define SIG_BLOCK	1
+#define SIG_UNBLOCK	2
+#define SIG_SETMASK	4
+#else
+#define SIGBUS		7
+#define SIGUSR1		10
+#define SIGUSR2		12
 #define SIGCHLD		17
 #define SIGCONT		18
 #define SIGSTOP		19
 #define SIGSYS		31
-#define NSIG		65
 
 #define SA_SIGINFO	0x00000004
 #define SA_ONSTACK	0x08000000
@@ -37,6 +58,7 @@
 #define SIG_BLOCK	0
 #define SIG_UNBLOCK	1
 #define SIG_SETMASK	2
+#endif
 
 #define SIG_DFL		((void (*)(int))0)
 #define SIG_IGN		((void (*)(int))1)

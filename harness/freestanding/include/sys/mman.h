@@ -13,7 +13,11 @@
 #define MAP_PRIVATE	0x02
 #define MAP_FIXED	0x10
 #define MAP_ANONYMOUS	0x20
+#ifdef __sparc__
+#define MAP_NORESERVE	0x40		/* SPARC's (arch/sparc/include/uapi/asm/mman.h) */
+#else
 #define MAP_NORESERVE	0x4000
+#endif
 #define MAP_FIXED_NOREPLACE	0x100000
 #define MAP_FAILED	((void *)-1)
 #define MADV_WIPEONFORK	18
