@@ -537,7 +537,7 @@ def run_image(built, tmp_path_factory):
 
 # glibc's n64 clock_getres is a syscall whatever the vDSO has (its mips port names no vDSO
 # call for the 64-bit-time getres); its o32 and n32 programs ask for __vdso_clock_getres.
-# Its sparc port asks for none: Linux's sparc64 vDSO had no getres before 6.19.
+# Its sparc port asks for none: Linux's sparc64 vDSO has no getres.
 FOREIGN_GETRES_BY_SYSCALL = {"mips-n64", "mips-n64-be", "sparc64"}
 
 

@@ -52,10 +52,5 @@
 	.type	gettimeofday, @function
 	.set	gettimeofday, __vdso_gettimeofday
 	.size	gettimeofday, . - __vdso_gettimeofday
-	vdso_entry __vdso_clock_getres, vdso_c_clock_getres, %o2
-	.weak	clock_getres
-	.type	clock_getres, @function
-	.set	clock_getres, __vdso_clock_getres
-	.size	clock_getres, . - __vdso_clock_getres
 
 	.section .note.GNU-stack, "", @progbits

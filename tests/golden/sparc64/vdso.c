@@ -19,9 +19,3 @@ int vdso_c_gettimeofday(struct vdso_timeval *tv, struct vdso_timezone *tz, const
 {
 	return vdso_gettimeofday(vd, tv, tz);
 }
-
-int vdso_c_clock_getres(clockid_t clock, struct vdso_timespec *res, const vdso_time_data_t *vd) __attribute__((visibility("hidden")));
-int vdso_c_clock_getres(clockid_t clock, struct vdso_timespec *res, const vdso_time_data_t *vd)
-{
-	return vdso_clock_getres(vd, clock, res);
-}

@@ -14,7 +14,6 @@
 /* Fallback syscall numbers. */
 #define VDSO_NR_gettimeofday	116
 #define VDSO_NR_clock_gettime	257
-#define VDSO_NR_clock_getres	258
 
 /*
  * Linux runs SPARC V9 in TSO, where loads are not reordered with loads
