@@ -167,3 +167,48 @@ def test_host_clock_falls_back(tmp_path, monkeypatch):
     source.write_text("hpet\n")
     monkeypatch.setattr(hostclock, "CLOCKSOURCE", str(source))
     assert hostclock.host_clock() == (None, f"the host's clocksource is hpet, not tsc ({source})")
+
+
+def test_timekeeper_takes_over_when_the_host_clock_goes(tmp_path):
+    """The timekeeper that had the host's clock and then has none (the host's clocksource changed,
+    the feeder is gone) says so on stderr and keeps the clocks by the discipline from the last
+    update: the pages still move on, and it ends as ever when its standard input does."""
+    import select
+    import struct
+    import time
+
+    from vdsogen.harness.driver import runner
+    from vdsogen.run import hostclock
+    from vdsogen.run.foreign import build_loader
+    from vdsogen.spec.model import load_target
+
+    # One update: a 1 GHz counter (mult 2^24, shift 24) read 0 at 1000 s of every clock.
+    words = [1, 0, 2**64 - 1, 1 << 24, 1 << 24, 24, 24, 2**40, 2**40]
+    words += [1000, 0] * len(hostclock.BASES)
+    record = struct.pack(f"<{hostclock.RECORD_WORDS}Q", *words)
+    target = load_target("riscv64")
+    req_r, req_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    keeper = subprocess.Popen([*runner(target), str(build_loader(target)), "--timekeeper", str(tmp_path / "pages"),
+                               "--host-clock", str(req_w), str(rep_r)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(req_w, rep_r), text=True)
+    os.close(req_w)
+    os.close(rep_r)
+    try:
+        assert os.read(req_r, 1) == b"\0"
+        os.write(rep_w, record)     # the first update, then none
+        os.close(rep_w)
+        assert keeper.stdout.readline().split()[2] == "the-host-kernel's-TSC-timekeeping"
+        ready, _, _ = select.select([keeper.stderr], [], [], 30)
+        assert ready, "the timekeeper said nothing"
+        assert "the host kernel's clock records are no longer the TSC's: the clocks are disciplined" \
+            in keeper.stderr.readline()
+        before = (tmp_path / "pages").read_bytes()
+        time.sleep(0.5)
+        assert keeper.poll() is None, keeper.stderr.read()
+        assert (tmp_path / "pages").read_bytes() != before, "the clocks stopped"
+    finally:
+        keeper.stdin.close()
+        keeper.wait(timeout=30)
+        os.close(req_r)
+    assert keeper.returncode == 0
