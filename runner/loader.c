@@ -7,17 +7,21 @@
  * through its PT_INTERP), builds the initial stack with AT_SYSINFO_EHDR
  * pointing at the image, and jumps to the program's entry.
  *
- *   loader --timekeeper PAGES          (a process of its own, see keep_time())
+ *   loader --timekeeper PAGES [--host-clock REQ REC]   (a process of its own, see keep_time(), host_update())
  *   loader [--getcpu-syscall OFFSET]... PAGES IMAGE PROGRAM [ARG...]   (see syscall_getcpu())
  *
  * Built per target with its GNU cross compiler, beside the harness's
  * timekeeper (harness/timekeeper.c: the writer protocol and the struct tk it
  * stores) and the rendered headers (the counter read, the data-page
  * structures).  The loader sits high (-Ttext-segment) so that the program's
- * usual addresses are free.  The timekeeper is the kernel's in small (see
- * tick()): every tick the bases move on at the mult in force and the mult is
- * disciplined against the host's clocks, so every clock stays within
- * microseconds of the host's and none that must goes back.
+ * usual addresses are free.  Where qemu-user's counter is the host's TSC
+ * and the host kernel keeps time with it, the timekeeper publishes the host
+ * kernel's own cycle_last, mult, shift and bases every tick (host_tick()),
+ * so every clock reads what the host's reads, to the nanosecond.  Elsewhere
+ * it is the kernel's in small (see tick()): every tick the bases move on at
+ * the mult in force and the mult is disciplined against the host's clocks,
+ * so every clock stays within microseconds of the host's and none that must
+ * goes back.
  * A test build's counter (where qemu-user cannot read the target's) is
  * moved on by a second thread of the timekeeper's.  The data pages are a
  * shared file, so children the program forks keep a current view while the
@@ -418,6 +422,99 @@ static void first_tick(vdso_time_data_t *td)
 }
 
 /*
+ * The host kernel's own timekeeping (loader --timekeeper PAGES --host-clock
+ * REQ REC, vdsogen/run/hostclock.py).  Where qemu-user's counter is the
+ * host's TSC (COUNTER_IS_HOST_TSC) and the host kernel keeps time with that
+ * TSC, its data pages hold what it computes every clock from: cycle_last,
+ * mult, shift and each clock's base.  `vdsogen run` reads them (natively,
+ * under their seqcount) whenever this process writes a byte to REQ, and
+ * answers on REC with one update: HOST_WORDS 64-bit words in this target's
+ * byte order, word 0 nonzero while the host keeps time with the TSC.  Every
+ * tick the timekeeper publishes the host's update as it stands: the image
+ * then computes what the host's vDSO and clock syscalls compute, to the
+ * nanosecond (between two host updates the stale one differs only where the
+ * host's NTP changed its mult, by far less than one nanosecond a tick).
+ */
+#if !H_TEST_COUNTER && (defined(__powerpc__) || defined(__riscv) || defined(__loongarch__) || defined(__sparc__))
+#define COUNTER_IS_HOST_TSC	1	/* mftb, rdtime, rdtime.d, rd %tick: the host's rdtsc under qemu-user */
+#else
+#define COUNTER_IS_HOST_TSC	0
+#endif
+/* Its bases, in the order of the record after its 9 first words (hostclock.py's BASES). */
+static const struct { int rec, clk; } host_bases[] = {
+	{ 0, C_REALTIME }, { 0, C_MONOTONIC }, { 0, C_BOOTTIME }, { 0, C_TAI },
+	{ 0, C_REALTIME_COARSE }, { 0, C_MONOTONIC_COARSE }, { 1, C_MONOTONIC_RAW },
+};
+#define HOST_WORDS	(9 + 2 * (int)(sizeof(host_bases) / sizeof(host_bases[0])))
+
+static int host_req = -1, host_rec = -1;	/* the pipes to `vdsogen run`; -1: discipline */
+
+/* The host's latest update into tk (not yet published): 0, or -1 when there is none. */
+static int host_update(void)
+{
+	uint64_t w[HOST_WORDS];
+	size_t got = 0;
+	char c = 0;
+	unsigned int i;
+	int rec;
+
+	if (write(host_req, &c, 1) != 1)
+		return -1;
+	while (got < sizeof(w)) {
+		ssize_t n = read(host_rec, (char *)w + got, sizeof(w) - got);
+
+		if (n <= 0 && !(n < 0 && errno == EINTR))
+			return -1;
+		got += n > 0 ? (size_t)n : 0;
+	}
+	if (!w[0])
+		return -1;
+	tk.cycle_last = w[1];
+	tk.mask = w[2];
+	for (rec = 0; rec < 2; rec++) {
+		tk.mult[rec] = (uint32_t)w[3 + rec];
+		tk.shift[rec] = (uint32_t)w[5 + rec];
+		tk.max_cycles[rec] = w[7 + rec];
+	}
+	for (i = 0; i < sizeof(host_bases) / sizeof(host_bases[0]); i++)
+		tk.base[host_bases[i].rec][host_bases[i].clk] = (struct tk_base){ w[9 + 2 * i], w[10 + 2 * i] };
+	return 0;
+}
+
+/* The counter's rate, as the host's mult and shift give it. */
+static double host_hz(void)
+{
+	return 1e9 * (double)(1ULL << tk.shift[0]) / tk.mult[0];
+}
+
+/*
+ * One tick from the host's update; when there is none (the host's
+ * clocksource changed, `vdsogen run` is gone) the discipline takes over from
+ * the last one, at its rate, said on stderr.
+ */
+static int host_tick(vdso_time_data_t *td)
+{
+	int rec;
+
+	if (host_req < 0)
+		return -1;
+	if (host_update() == 0) {
+		tk_begin(td);
+		tk_store(td, &tk);
+		tk_end(td);
+		return 0;
+	}
+	close(host_req);
+	host_req = -1;
+	hz = host_hz();
+	for (rec = 0; rec < 2; rec++)
+		tk.max_cycles[rec] = UINT64_MAX / (uint64_t)(tk.mult[rec] * (1 + 2 * MAX_SLEW));
+	fprintf(stderr, "%s: the host kernel's clock records are no longer the TSC's: the clocks are disciplined "
+		"against the host's from here on\n", prog);
+	return -1;
+}
+
+/*
  * The counter's first rate against CLOCK_MONOTONIC_RAW, over 100 ms; over
  * longer spells (up to 3.2 s in all) while it has not moved: on a busy
  * machine a test build's counter thread may not have run yet.  The
@@ -454,7 +551,8 @@ static double counter_hz(void)
  * (h_test_counter_now()).  powerpc's timebase, riscv's time CSR,
  * loongarch's stable counter and sparc's %tick are the host's TSC, whose
  * rate qemu-user gives the guest no way to read (its /proc/cpuinfo is the
- * host's, without powerpc's "timebase").
+ * host's, without powerpc's "timebase"): the host kernel's mult and shift
+ * give it where it keeps time with the TSC (host_hz()).
  */
 static double arch_hz(const char **source)
 {
@@ -525,26 +623,37 @@ static void *timekeeper(void *arg)
 #endif
 	hz = arch_hz(&hz_source);
 	hz_fixed = hz > 0;
-	if (!hz_fixed)
+	if (!COUNTER_IS_HOST_TSC || host_req < 0 || host_update() != 0) {
+		host_req = -1;
+	} else {
+		hz = host_hz();
+		hz_source = "the-host-kernel's-TSC-timekeeping";
+	}
+	if (!hz_fixed && host_req < 0)
 		hz = counter_hz();
 #ifdef HARNESS_HAVE_ARCH_DATA
 	/* Again, with the counter's rate (powerpc's tb_ticks_per_sec). */
 	harness_arch_fill(H_PAGE(VDSO_PAGE_ARCH), (uint64_t)(hz + 0.5));
 #endif
-	pick_rate((uint64_t)(hz + 0.5), 600, &rate);
-	for (rec = 0; rec < 2; rec++) {
-		/* One counter, one rate: the raw clock's record starts as the other's. */
-		tk.shift[rec] = rate.shift[0];
-		tk.mult[rec] = mult_for(rec, hz, 0);
-		tk.max_cycles[rec] = UINT64_MAX / (uint64_t)(tk.mult[rec] * (1 + 2 * MAX_SLEW));
-	}
 	tk.hrtimer_res = 1;
-	first_tick(td);
+	if (host_req >= 0) {
+		tk_publish(td, &tk);	/* the host's update host_update() read */
+	} else {
+		pick_rate((uint64_t)(hz + 0.5), 600, &rate);
+		for (rec = 0; rec < 2; rec++) {
+			/* One counter, one rate: the raw clock's record starts as the other's. */
+			tk.shift[rec] = rate.shift[0];
+			tk.mult[rec] = mult_for(rec, hz, 0);
+			tk.max_cycles[rec] = UINT64_MAX / (uint64_t)(tk.mult[rec] * (1 + 2 * MAX_SLEW));
+		}
+		first_tick(td);
+	}
 	first_hz = hz;
 	__atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
 	for (;;) {
 		wait_host_tick();
-		tick(td);
+		if (host_tick(td) != 0)
+			tick(td);
 	}
 	return NULL;
 }
@@ -868,6 +977,11 @@ int main(int argc, char **argv)
 	int n_getcpu = 0;
 	size_t text_len;
 
+	if (argc == 6 && strcmp(argv[1], "--timekeeper") == 0 && strcmp(argv[3], "--host-clock") == 0) {
+		host_req = (int)strtoul(argv[4], NULL, 10);
+		host_rec = (int)strtoul(argv[5], NULL, 10);
+		argc = 3;
+	}
 	if (argc == 3 && strcmp(argv[1], "--timekeeper") == 0)
 		return keep_time(argv[2]);
 	while (argc > 2 && strcmp(argv[1], "--getcpu-syscall") == 0) {
@@ -876,8 +990,8 @@ int main(int argc, char **argv)
 		argc -= 2;
 	}
 	if (argc < 4) {
-		fprintf(stderr, "usage: loader --timekeeper PAGES | loader [--getcpu-syscall OFFSET]... PAGES IMAGE "
-			"PROGRAM [ARG...]\n");
+		fprintf(stderr, "usage: loader --timekeeper PAGES [--host-clock REQ REC] | loader [--getcpu-syscall "
+			"OFFSET]... PAGES IMAGE PROGRAM [ARG...]\n");
 		return 125;
 	}
 	pagesz = getauxval(AT_PAGESZ);

@@ -277,7 +277,8 @@ def cmd_run(args):
     from vdsogen.run import run
 
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
-    return run(load_target(args.arch, args.specs), program, image=args.image, syscall_counts=args.syscall_counts)
+    return run(load_target(args.arch, args.specs), program, image=args.image, syscall_counts=args.syscall_counts,
+               verbose=args.verbose)
 
 
 def cmd_bench(args):
@@ -512,6 +513,10 @@ def parser():
     s.add_argument("--syscall-counts", metavar="FILE",
                    help="count the clock syscalls the program's processes make (a seccomp filter natively, "
                         "qemu's syscall log under qemu-user) and write them to FILE, one NAME CLOCK COUNT a line")
+    s.add_argument("-v", "--verbose", action="store_true",
+                   help="under qemu-user, say on stderr where the clocks come from: the host kernel's own "
+                        "timekeeping (where the target's counter is the host's TSC and the host keeps time with "
+                        "it), else the discipline against the host's clocks, and why")
     _specs_option(s)
     s.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARG...]",
                    help="the program to run and its arguments")

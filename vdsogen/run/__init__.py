@@ -386,14 +386,15 @@ def prepare(target, argv, image=None, syscall_counts=None):
     return [str(sup), *options, image, str(data_bytes), *argv]
 
 
-def run(target, argv, image=None, syscall_counts=None):
+def run(target, argv, image=None, syscall_counts=None, verbose=False):
     """`vdsogen run`: exec the supervisor (never returns), or run qemu-user and return
-    the program's status; RunError when the program cannot run."""
+    the program's status; RunError when the program cannot run.  `verbose` (-v): under qemu-user,
+    say where the clocks come from."""
     args = prepare(target, argv, image, syscall_counts)
     if target.toolchain.qemu is not None:
         from vdsogen.run.foreign import run_foreign
 
-        return run_foreign(target, args, syscall_counts)
+        return run_foreign(target, args, syscall_counts, verbose)
     sys.stdout.flush()
     sys.stderr.flush()
     try:

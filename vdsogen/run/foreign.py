@@ -225,20 +225,46 @@ def count_qemu_log(log, own, out):
     Path(out).write_text("".join(f"{n} {c} {k}\n" for (n, c), k in sorted(counts.items())))
 
 
-def start_timekeeper(qemu, loader, pages):
+def start_timekeeper(qemu, loader, pages, feeder=None):
     """The timekeeper process (loader --timekeeper PAGES), under a qemu of its own, once the
-    pages are current; it ends when its standard input does."""
+    pages are current, and where its clocks come from (its "ready HZ SOURCE" line's SOURCE); it
+    ends when its standard input does.  With a hostclock.Feeder, it asks it for the host
+    kernel's own timekeeping where its counter is the host's TSC (runner/loader.c, host_update())."""
+    argv, fds = [qemu, str(loader), "--timekeeper", str(pages)], ()
+    if feeder is not None:
+        fds = feeder.start()
+        argv += ["--host-clock", *map(str, fds)]
     try:
-        keeper = subprocess.Popen([qemu, str(loader), "--timekeeper", str(pages)], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, preexec_fn=die_with_parent)
+        keeper = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=fds,
+                                  preexec_fn=die_with_parent)
     except OSError as e:
         raise RunError(f"{qemu}: cannot start: {e.strerror}", 1) from None
+    finally:
+        for fd in fds:
+            os.close(fd)
     ready, _, _ = select.select([keeper.stdout], [], [], TIMEKEEPER_START)
     line = keeper.stdout.readline() if ready else b""
     if not line.startswith(b"ready "):
         stop_timekeeper(keeper)
         raise RunError(f"{loader}: the timekeeper did not start (within {TIMEKEEPER_START} s)", 1)
-    return keeper
+    return keeper, line.decode(errors="replace").split(maxsplit=2)[-1].strip()
+
+
+HOST_SOURCE = "the-host-kernel's-TSC-timekeeping"     # runner/loader.c's hz_source for it
+
+
+def say_clocks(target, source, feeder):
+    """`run -v`'s line on stderr: where the timekeeper's clocks come from."""
+    if not target.datapage:
+        how = "none: the image reads no time data"
+    elif source == HOST_SOURCE:
+        how = ("the host kernel's own (qemu-user's counter is the host's TSC, the host's clocksource): its "
+               "cycle_last, mult, shift and bases, copied every tick, so they read what the host's clocks read")
+    else:
+        how = f"disciplined against the host's within 50 us, the counter's rate {source.replace('-', ' ')}"
+        if feeder.why:
+            how += f"; the host kernel's own timekeeping is not used: {feeder.why}"
+    print(f"vdsogen run: {target.name}: the clocks are {how}", file=sys.stderr, flush=True)
 
 
 def stop_timekeeper(keeper):
@@ -274,16 +300,21 @@ def _run_forwarding(argv, fd):
             proc.wait()
 
 
-def run_foreign(target, args, syscall_counts):
+def run_foreign(target, args, syscall_counts, verbose=False):
     """Run [qemu, loader, loader options..., "--", image, program...] beside its timekeeper, the image a snapshot() the loader
     opens; with counts, through qemu's syscall log, in which the timekeeper (another qemu) is not.
-    Returns the program's exit status."""
+    Returns the program's exit status.  `verbose`: say where the clocks come from (say_clocks())."""
+    from vdsogen.run.hostclock import Feeder
+
     qemu, loader, end = args[0], args[1], args.index("--", 2)
     options, image, argv = args[2:end], args[end + 1], args[end + 2:]
     with scratch_dir("run") as tmp:
         log, pages = Path(tmp) / "strace", Path(tmp) / "pages"
         trace = ["-d", "strace", "-D", str(log)] if syscall_counts else []
-        keeper = start_timekeeper(qemu, loader, pages)
+        feeder = Feeder("<" if target.elf.endian == "little" else ">")
+        keeper, source = start_timekeeper(qemu, loader, pages, feeder)
+        if verbose:
+            say_clocks(target, source, feeder)
         try:
             rc = _run_forwarding([qemu, *trace, loader, *options, str(pages), image, *argv], snapshot_fd(image))
         except OSError as e:
@@ -300,4 +331,5 @@ def run_foreign(target, args, syscall_counts):
 
 
 __all__ = ["check_supported", "emulator", "run_target", "is_test_build", "prepare_foreign", "run_foreign",
-           "build_loader", "build_with_headers", "freestanding", "getcpu_options", "start_timekeeper", "stop_timekeeper", "count_qemu_log"]
+           "build_loader", "build_with_headers", "freestanding", "getcpu_options", "start_timekeeper", "stop_timekeeper", "count_qemu_log",
+           "say_clocks"]
