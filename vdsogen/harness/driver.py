@@ -120,10 +120,16 @@ def freestanding_argv(target, hdir, csources, exe):
 
 
 def runner(target):
-    """argv prefix that runs a target executable: [] natively, else qemu-user."""
+    """argv prefix that runs a target executable: [] natively, else qemu-user:
+    from the directory $VDSOGEN_QEMU_DIR first where it is set (a newer qemu
+    than the system's), else from PATH."""
     qemu = target.toolchain.qemu
     if qemu is None:
         return []
+    first = os.environ.get("VDSOGEN_QEMU_DIR")
+    for name in (f"qemu-{qemu}-static", f"qemu-{qemu}"):
+        if first and os.access(Path(first) / name, os.X_OK):
+            return [str(Path(first) / name)]
     for name in (f"qemu-{qemu}-static", f"qemu-{qemu}"):
         if shutil.which(name):
             return [name]
