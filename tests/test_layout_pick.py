@@ -78,9 +78,10 @@ def test_the_note_picks_the_layout(name, version, layout, pages, images, tmp_pat
 @pytest.mark.parametrize("name, version, have", [
     ("x86_64", (5, 4, 0), "linux-5.6-x86 (5.6-6.9), linux-6.12-x86 (6.10-6.12), linux-6.14-x86 (6.13-6.14), "
                           "linux-6.15-x86 (6.15-6.16), linux-6.17-x86 (6.17+)"),
-    ("riscv64", (6, 13, 0), "linux-6.1-riscv (6.1-6.3), linux-6.12-riscv (6.12-6.12), linux-6.14-riscv (6.14-6.14), linux-6.15-riscv "
-                            "(6.15-6.15), linux-6.16-riscv (6.16-6.16), linux-6.17-riscv (6.17-6.17), "
-                            "linux-6.18-riscv (6.18-6.18), linux-7.2-riscv (7.2+)"),
+    ("riscv64", (5, 19, 0), "linux-6.1-riscv (6.1-6.3), linux-6.4-riscv (6.4-6.6), linux-6.7-riscv (6.7-6.10), "
+                            "linux-6.12-riscv (6.11-6.12), linux-6.13-riscv (6.13-6.13), linux-6.14-riscv (6.14-6.14), "
+                            "linux-6.15-riscv (6.15-6.15), linux-6.16-riscv (6.16-6.16), linux-6.17-riscv (6.17-6.17), "
+                            "linux-6.18-riscv (6.18-6.18), linux-6.19-riscv (6.19-6.19), linux-7.2-riscv (7.0+)"),
     ("arm64", (5, 4, 0), "linux-5.6 (5.6-6.14), linux-6.15 (6.15-6.16), linux-6.17 (6.17+)"),
 ])
 def test_no_layout_fits(name, version, have, images, tmp_path):
@@ -137,7 +138,7 @@ def test_cli_says_which_layout(images, tmp_path, capsys):
     assert cli.main(["test", "--arch", "x86_64", "--image", str(image), "--workdir", str(tmp_path / "w")]) == 0
     assert re.search(r"^# layout: linux-6\.17-x86 \(Linux 6\.17\+\), the spec's: the image's version note says "
                      r"Linux 7\.2\.13; 6 data pages$", capsys.readouterr().out, re.M)
-    riscv = with_note(images("riscv64"), tmp_path / "riscv.so", (6, 13, 0))
+    riscv = with_note(images("riscv64"), tmp_path / "riscv.so", (5, 19, 0))
     assert cli.main(["test", "--arch", "riscv64", "--image", str(riscv)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("vdsogen: ") and "no layout of the riscv64 ABI covers it" in err and "Traceback" not in err

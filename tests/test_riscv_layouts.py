@@ -1,13 +1,14 @@
-"""riscv's data-page layouts from v6.12 to v7.2, as `vdsogen test --image` plays them.
+"""riscv's data-page layouts from v6.4 to v7.2, as `vdsogen test --image` plays them.
 
-Until v6.14 the hwprobe answers sit in each clock record (v6.12:
-arch_data at +240 of the time page's first record: a page role that
-shares another page at one of its members, `same_as` with `at`); from
-v6.15 on the arch page of the generic data store.  Their count follows
-RISCV_HWPROBE_MAX_KEY (9 in v6.12, 11 in v6.14, 12 in v6.15, 13 in v6.16
-and v6.17, 14 in v6.18, 16 in v7.2), and the ready byte came with v6.18
-(and v6.17.6).  No download: the images are vdsogen's own, built for each
-layout, some of them broken the way a wrong layout would read the page.
+From v6.4 (hwprobe's first) until v6.14 the hwprobe answers sit in each
+clock record (v6.12: arch_data at +240 of the time page's first record: a
+page role that shares another page at one of its members, `same_as` with
+`at`); from v6.15 on the arch page of the generic data store.  Their count
+follows RISCV_HWPROBE_MAX_KEY (5 in v6.4-v6.6, 6 in v6.7-v6.10, 9 in v6.11
+and v6.12, 10 in v6.13, 11 in v6.14, 12 in v6.15, 13 in v6.16 and v6.17,
+14 in v6.18, 15 in v6.19, 16 from v7.0), and the ready byte came with
+v6.18 (and v6.17.6).  No download: the images are vdsogen's own, built for
+each layout, some of them broken the way a wrong layout would read the page.
 """
 
 import io
@@ -29,12 +30,16 @@ LAYOUTS = ROOT / "specs" / "layouts"
 # homogeneous_cpus's offset in the arch struct, whether it has the ready byte, the
 # second clock record's offset (before v6.15).
 FACTS = {
+    "linux-6.4-riscv": dict(arch=(0, 240), keys=6, homogeneous=48, ready=False, record1=240 + 56),
+    "linux-6.7-riscv": dict(arch=(0, 240), keys=7, homogeneous=56, ready=False, record1=240 + 64),
     "linux-6.12-riscv": dict(arch=(0, 240), keys=10, homogeneous=80, ready=False, record1=240 + 88),
+    "linux-6.13-riscv": dict(arch=(0, 240), keys=11, homogeneous=88, ready=False, record1=240 + 96),
     "linux-6.14-riscv": dict(arch=(0, 240), keys=12, homogeneous=96, ready=False, record1=240 + 104),
     "linux-6.15-riscv": dict(arch=(3, 0), keys=13, homogeneous=104, ready=False),
     "linux-6.16-riscv": dict(arch=(3, 0), keys=14, homogeneous=112, ready=False),
     "linux-6.17-riscv": dict(arch=(3, 0), keys=14, homogeneous=112, ready=True),
     "linux-6.18-riscv": dict(arch=(3, 0), keys=15, homogeneous=120, ready=True),
+    "linux-6.19-riscv": dict(arch=(3, 0), keys=16, homogeneous=128, ready=True),
     "linux-7.2-riscv": dict(arch=(3, 0), keys=17, homogeneous=136, ready=True),
 }
 
@@ -100,7 +105,9 @@ def test_a_v6_1_image_picks_its_layout_and_passes(tmp_path):
 @pytest.mark.parametrize("version, name", [
     ((6, 12), "linux-6.12-riscv"), ((6, 14), "linux-6.14-riscv"), ((6, 15), "linux-6.15-riscv"),
     ((6, 16), "linux-6.16-riscv"), ((6, 17), "linux-6.17-riscv"), ((6, 18), "linux-6.18-riscv"),
-    ((7, 1), None), ((7, 2), "linux-7.2-riscv"), ((6, 13), None),
+    ((6, 19), "linux-6.19-riscv"), ((7, 0), "linux-7.2-riscv"), ((7, 1), "linux-7.2-riscv"),
+    ((7, 2), "linux-7.2-riscv"), ((6, 13), "linux-6.13-riscv"), ((6, 11), "linux-6.12-riscv"),
+    ((6, 4), "linux-6.4-riscv"), ((6, 6), "linux-6.4-riscv"), ((6, 7), "linux-6.7-riscv"), ((6, 10), "linux-6.7-riscv"),
 ])
 def test_each_version_picks_its_layout(version, name):
     fits = [lay.name for lay in layouts.for_abi(load_target("riscv64")) if lay.covers(version)]
@@ -202,12 +209,13 @@ def test_v6_17_answers_keys_0_to_13(tmp_path):
 
 
 @pytest.mark.parametrize("target, version, name", [
-    ("ppc64le", (6, 18), "linux-6.17-powerpc64"), ("ppc64le", (6, 19), None), ("ppc32", (6, 18), "linux-6.17-powerpc32"),
-    ("ppc32", (7, 1), None), ("s390x", (6, 17), "linux-6.17-s390"), ("s390x", (6, 18), None),
+    ("ppc64le", (6, 18), "linux-6.17-powerpc64"), ("ppc64le", (6, 19), "linux-6.19-powerpc64"),
+    ("ppc32", (6, 18), "linux-6.17-powerpc32"), ("ppc32", (7, 1), "linux-7.2-powerpc32"),
+    ("s390x", (6, 17), "linux-6.17-s390"), ("s390x", (6, 18), "linux-7.2-s390"),
 ])
 def test_the_6_17_spans_end_where_they_were_checked(target, version, name):
-    """powerpc's syscall maps count NR_syscalls: v6.18's is v6.17's, listns (470) came after;
-    when s390's tod_delta replaced the steering state was not found.  A version no layout was
-    checked for is refused (give --layout), not played on a layout that may be wrong."""
+    """powerpc's syscall maps count NR_syscalls: v6.18's is v6.17's, listns (470) came with
+    v6.19, rseq_slice_yield (471) with v7.0; s390's tod_delta replaced the steering state in
+    v6.17's merge window (linux-6.17-s390 keeps v6.17 only as the s390x spec's own)."""
     fits = [lay.name for lay in layouts.for_abi(load_target(target)) if lay.covers(version)]
     assert fits == ([name] if name else [])

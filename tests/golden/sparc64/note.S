@@ -24,7 +24,7 @@
 	.long	2			/* type: data pages */
 1:	.asciz	"vdsogen"
 2:	.balign	4
-3:	.asciz	"linux-6.17 db534a7817302561 8192x4 tick 4000000"
+3:	.asciz	"linux-7.1-sparc db534a7817302561 8192x4 tick 4000000"
 4:	.balign	4
 
 	.section .note.GNU-stack, "", %progbits

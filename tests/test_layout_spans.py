@@ -1,0 +1,156 @@
+"""Every ABI has a data-page layout for every Linux version from its first
+with vDSO data to 7.2, wherever that version's layout was established, and
+the versions left uncovered are refused (`vdsogen test --image` asks for
+--layout) for a reason written down here, never played on a layout that may
+be wrong.  A layout added for one of them moves it from UNCOVERED to the
+covered; a span that stretches over one fails here.
+
+riscv's hwprobe answers are counted per version (RISCV_HWPROBE_MAX_KEY + 1):
+each count is checked against the harness on vdsogen's riscv64 image built
+for the layout, and an image that answers one key more than its kernel's
+page holds fails it.  No download: the images are vdsogen's own.
+"""
+
+import io
+
+import pytest
+
+from conftest import build_broken
+from vdsogen.build.toolchain import Builder
+from vdsogen.harness import layouts
+from vdsogen.harness.driver import run_tests_full
+from vdsogen.spec.layout import load_layout
+from vdsogen.spec.model import load_target
+
+VERSIONS = [(6, minor) for minor in range(1, 20)] + [(7, 0), (7, 1), (7, 2)]
+
+# A target of each ABI with data pages (its spec's layout wins a tie, as for its own images).
+TARGETS = ["arm", "arm64", "arm64-compat", "i386", "x86_64", "x32", "loongarch64", "mips-o32", "mips-n32",
+           "mips-n64", "ppc32", "ppc64", "ppc64le", "riscv32", "riscv64", "s390x", "sparc64", "sparc32-compat"]
+
+
+def _span(first, last, why):
+    return {v: why for v in VERSIONS if first <= v <= last}
+
+
+PPC_MID = _span((6, 13), (6, 14), "the pages between v6.12's and the generic data store of v6.15 "
+                                  "not established")
+SPARC_OWN = _span((6, 1), (7, 0), "sparc's own vvar page before the generic vDSO, not laid out")
+# Versions no layout covers, and why; every other version of VERSIONS must be covered.
+UNCOVERED = {
+    "ppc64le": PPC_MID, "ppc64": PPC_MID, "ppc32": PPC_MID,
+    # Before v7.1 sparc had a vDSO of its own, not the generic library's pages.
+    "sparc64": SPARC_OWN, "sparc32-compat": SPARC_OWN,
+}
+
+# Versions that only the spec's own layout covers though it is known not to be theirs: it is kept
+# there so that vdsogen's image of the spec plays the pages it reads; moving the spec to the
+# version's layout (an image change) ends the entry.
+SPEC_ONLY = {
+    "s390x": {(6, 17): "Linux 6.17 has tod_delta, linux-7.2-s390's model (the steering went in its merge "
+                       "window); linux-6.17-s390, with the steering, is the s390x spec's own"},
+}
+
+
+def fits(name, version):
+    target = load_target(name)
+    return target, [lay.name for lay in layouts.for_abi(target) if lay.covers(version)]
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_every_established_version_has_its_layout(name):
+    """One layout per version (or the spec's own among several: it plays vdsogen's images)."""
+    missing, ambiguous = [], []
+    for version in VERSIONS:
+        if version in UNCOVERED.get(name, {}) or version in SPEC_ONLY.get(name, {}):
+            continue
+        target, names = fits(name, version)
+        if not names:
+            missing.append("%d.%d" % version)
+        elif len(names) > 1 and target.datapage.layout.name not in names:
+            ambiguous.append(("%d.%d" % version, names))
+    assert not missing and not ambiguous, (missing, ambiguous)
+
+
+@pytest.mark.parametrize("name, version", [(n, v) for n, vs in sorted(UNCOVERED.items()) for v in vs])
+def test_an_unestablished_version_is_refused(name, version):
+    assert fits(name, version)[1] == [], UNCOVERED[name][version]
+
+
+
+@pytest.mark.parametrize("name, version", [(n, v) for n, vs in sorted(SPEC_ONLY.items()) for v in vs])
+def test_a_version_only_the_spec_claims(name, version):
+    target, names = fits(name, version)
+    assert names == [target.datapage.layout.name], SPEC_ONLY[name][version]
+
+
+# -- powerpc's syscall maps: NR_syscalls per version ------------------------------------------------
+#
+# 470 listns came with v6.19 (the namespace pull for v6.19-rc1), 471 rseq_slice_yield with v7.0
+# (v7.2's tables end there, NR_syscalls 472).
+
+@pytest.mark.parametrize("abi, version, bits", [
+    ("ppc64le", (6, 18), 470), ("ppc64le", (6, 19), 471), ("ppc64le", (7, 0), 472), ("ppc64le", (7, 1), 472),
+    ("ppc64le", (7, 2), 472), ("ppc32", (6, 19), 471), ("ppc32", (7, 1), 472), ("ppc64", (6, 19), 471),
+])
+def test_powerpcs_syscall_map_bits(abi, version, bits):
+    _, names = fits(abi, version)
+    assert len(names) == 1, names
+    assert load_layout(names[0]).struct("vdso_arch_data").field("syscall_map").bits == bits
+
+
+# -- riscv's hwprobe answers: RISCV_HWPROBE_MAX_KEY + 1 per version --------------------------------
+
+# version -> the keys the arch data holds, and whether it has the ready byte
+KEYS = {
+    (6, 4): (6, False), (6, 5): (6, False), (6, 6): (6, False), (6, 7): (7, False), (6, 8): (7, False),
+    (6, 9): (7, False), (6, 10): (7, False), (6, 11): (10, False), (6, 12): (10, False), (6, 13): (11, False), (6, 14): (12, False), (6, 15): (13, False),
+    (6, 16): (14, False), (6, 17): (14, True), (6, 18): (15, True), (6, 19): (16, True),
+    (7, 0): (17, True), (7, 1): (17, True), (7, 2): (17, True),
+}
+
+
+@pytest.mark.parametrize("abi", ["riscv64", "riscv32"])
+@pytest.mark.parametrize("version", sorted(KEYS))
+def test_riscvs_hwprobe_key_count(abi, version):
+    _, names = fits(abi, version)
+    assert len(names) == 1, names
+    layout = load_layout(names[0])
+    arch = layout.struct(layout.page("arch").struct)
+    keys, ready = KEYS[version]
+    assert arch.field("all_cpu_hwprobe_values").count == keys
+    assert arch.field("homogeneous_cpus").offset == 8 * keys
+    assert (arch.field("ready") is not None) == ready
+
+
+def run(target, layout, tmp_path, image=None):
+    out = io.StringIO()
+    status, outcome = run_tests_full(target, image, workdir=tmp_path / "work", stream=out, layout=layout,
+                                     builder=Builder(target, stream=out))
+    return status, outcome, out.getvalue()
+
+
+# Layouts added with these spans.  vdsogen's riscv64 image passes on every riscv layout
+# (test_riscv_layouts.py, by its FACTS); riscv32's, which reads the same arch data, on these and
+# on linux-7.2-riscv, which rv32 kernels of v7.0+ read too.
+NEW_RISCV = ["linux-6.4-riscv", "linux-6.7-riscv", "linux-6.13-riscv", "linux-6.19-riscv"]
+
+
+@pytest.mark.parametrize("layout", NEW_RISCV + ["linux-7.2-riscv"])
+def test_vdsogens_riscv32_image_passes_on_the_new_layouts(layout, tmp_path):
+    status, outcome, text = run(load_target("riscv32"), layout, tmp_path)
+    assert status == 0, text
+    assert f"# layout: {layout} (Linux " in text and "riscv_hwprobe" in outcome.passed, text
+
+
+@pytest.mark.parametrize("layout", NEW_RISCV)
+def test_an_image_answering_one_key_more_fails(layout, tmp_path):
+    """Built for the layout but answering key N (its page holds 0..N-1) from the page: it reads
+    homogeneous_cpus and what follows as a value, and the harness's hwprobe check fails."""
+    keys = load_layout(layout)
+    keys = keys.struct(keys.page("arch").struct).field("all_cpu_hwprobe_values").count
+    target = layouts.with_layout(load_target("riscv64"), load_layout(layout))
+    old = f"1:\tli\tt3, {keys - 1}\t"
+    bad = build_broken(target, tmp_path / "bad", {"impl-riscv_hwprobe.S": [(old, f"1:\tli\tt3, {keys}\t")]})
+    status, outcome, text = run(target, layout, tmp_path / "b", bad)
+    assert status == 1 and "riscv_hwprobe" in outcome.failed, text
