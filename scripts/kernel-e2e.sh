@@ -173,9 +173,10 @@ esac
 # -- packages -----------------------------------------------------------------
 sh "$ROOT/scripts/setup.sh" linux-source-6.12 "$QEMU_PKG" "$GCC_PKG" "$LIBC_PKG" \
 	flex bison bc libelf-dev libssl-dev cpio xz-utils >&2
-# loongarch64: Debian 12 has no LoongArch glibc, and its qemu-system 7.2
-# boots no LoongArch kernel without firmware (it hands the kernel no
-# command line, EFI system table or memory map).  trixie's, through a
+# loongarch64: Debian 12 has no LoongArch glibc, and its qemu-system 7.2,
+# given the kernel with -kernel and no firmware, prints nothing, not even
+# earlycon (nothing hands the kernel an EFI system table, command line or
+# memory map).  trixie's, through a
 # private apt (scripts/private-apt.sh), unpacked into $VDSOGEN_LOONG64
 # (default ~/.cache/vdsogen/kernel-loong64), nothing installed: the cross
 # glibc 2.41 and libgcc (packages "all") as clang's sysroot, and
@@ -412,8 +413,9 @@ from vdsogen.spec.model import load_target
 shutil.copyfile(build_probe(load_target(sys.argv[1])), sys.argv[2])' "$SPEC" "$T/probe"
 fi
 chmod 755 "$T/probe"
-# /init static, but on loongarch64 dynamic as the tests: ld.lld 19's static
-# links of glibc 2.41 there crash before main.
+# /init static, but on loongarch64 dynamic as the tests: a static link of
+# trixie's glibc 2.41 by clang-19 and ld.lld 19 crashed at startup (seen
+# under qemu-loongarch64 10.0, -O0 or -O2, -static-pie or not).
 STATIC=-static
 [ "$FAMILY" != loongarch64 ] || STATIC=
 $CC $STATIC -O2 -Wall -Wextra -Werror -DVDSOGEN_BUILD_ID="\"$BUILD_ID\"" "$ROOT/scripts/e2e/init.c" -o "$T/init"
