@@ -45,7 +45,8 @@ def glue_files():
     files = {p.relative_to(GLUE).as_posix(): p.read_bytes() for p in GLUE.rglob("*") if p.is_file()}
     # Every family's glue and the v6.12 specs the end-to-end run copies in.
     for name in ("arm64/Makefile.vdsogen", "powerpc/Makefile.vdsogen", "powerpc/vdsogen-fixups.sh",
-                 "linux-6.12/ppc64.toml", "linux-6.12/ppc64le.toml", "vdsogen-image-64.c"):
+                 "linux-6.12/ppc64.toml", "linux-6.12/ppc64le.toml", "vdsogen-image-64.c",
+                 "loongarch/Makefile.vdsogen", "linux-6.12/loongarch64.toml"):
         assert name in files, name
     return files
 
