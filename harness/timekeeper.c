@@ -514,7 +514,7 @@ static uint64_t tk_fresh_pages(struct tk *tk, int32_t mode, int state, const str
 
 	memset(h_data, 0, (size_t)VDSO_DATA_PAGES * VDSO_PAGE_SIZE);
 #ifdef HARNESS_HAVE_ARCH_DATA
-	/* First: a counter read may depend on it (s390's TOD steering). */
+	/* First: a counter read may depend on it (s390's tod_delta; its TOD steering before v6.17). */
 #ifdef VDSO_PAGE_ARCH
 	harness_arch_fill(H_PAGE(VDSO_PAGE_ARCH), h_hz);
 #else

@@ -618,7 +618,7 @@ static void *timekeeper(void *arg)
 	tk.mode = h_counter_modes[0];
 	tk.mask = ~0ULL;
 #ifdef HARNESS_HAVE_ARCH_DATA
-	/* First: a counter read may depend on it (s390's TOD steering). */
+	/* First: a counter read may depend on it (s390's tod_delta; its TOD steering before v6.17). */
 	harness_arch_fill(H_PAGE(VDSO_PAGE_ARCH), 0);
 #endif
 	hz = arch_hz(&hz_source);

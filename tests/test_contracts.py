@@ -99,7 +99,7 @@ def test_spec_against_contract(tmp_path, extra, key, message):
 
 
 def test_counter_time_fields_checked_against_the_layout(tmp_path):
-    """s390's tod counter reads the steering fields of the time data (its contract's time_fields)."""
+    """s390's tod counter reads tod_delta or the steering fields of the time data (its contract's time_fields)."""
     (tmp_path / "v.toml").write_text('extends = "s390x"\n[datapage]\nlayout = "linux-6.17"\n')
     err = error_of(tmp_path)
     assert f"{tmp_path}/v.toml: datapage.layout: the tod counter reads tod_steering_delta" in err, err

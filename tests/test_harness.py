@@ -334,7 +334,7 @@ def layout_615(name, layouts):
             assert base, text
             shipped = load_layout(base.group(1))
             text = (layouts / f"{shipped.name}.toml").read_text()
-        # A layout that restates the time struct (s390's TOD steering heads it) drops 6.17's aux clocks too.
+        # A layout that restates the time struct (s390's tod_delta heads it) drops 6.17's aux clocks too.
         text = "".join(ln for ln in text.splitlines(keepends=True) if '"aux_clock_data"' not in ln)
         (layouts / f"test-6.15-{shipped.name}.toml").write_text(
             text.replace('extends = "linux-6.17"', 'extends = "linux-6.15"'))

@@ -211,11 +211,12 @@ def test_v6_17_answers_keys_0_to_13(tmp_path):
 @pytest.mark.parametrize("target, version, name", [
     ("ppc64le", (6, 18), "linux-6.17-powerpc64"), ("ppc64le", (6, 19), "linux-6.19-powerpc64"),
     ("ppc32", (6, 18), "linux-6.17-powerpc32"), ("ppc32", (7, 1), "linux-7.2-powerpc32"),
-    ("s390x", (6, 17), "linux-6.17-s390"), ("s390x", (6, 18), "linux-7.2-s390"),
+    ("s390x", (6, 16), "linux-6.15-s390"), ("s390x", (6, 17), "linux-6.17-s390"), ("s390x", (7, 2), "linux-6.17-s390"),
 ])
 def test_the_6_17_spans_end_where_they_were_checked(target, version, name):
     """powerpc's syscall maps count NR_syscalls: v6.18's is v6.17's, listns (470) came with
     v6.19, rseq_slice_yield (471) with v7.0; s390's tod_delta replaced the steering state in
-    v6.17's merge window (linux-6.17-s390 keeps v6.17 only as the s390x spec's own)."""
+    v6.17's merge window (linux-6.15-s390's steering ends with v6.16, linux-6.17-s390's
+    tod_delta starts with v6.17)."""
     fits = [lay.name for lay in layouts.for_abi(load_target(target)) if lay.covers(version)]
     assert fits == ([name] if name else [])

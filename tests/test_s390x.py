@@ -3,7 +3,7 @@
 every entry wrapped in a stack frame with a cleared back chain; the signal
 trampolines' CFI.  tests/test_targets.py has the rest: each image clean
 under `check` and `audit`, every harness check passing (the TOD counter
-steered as the kernel's clocksource steers it, the CFI proven by unwinding
+less tod_delta as the kernel's clocksource reads it, the CFI proven by unwinding
 through real signal frames under qemu-s390x), and the checks able to fail.
 """
 

@@ -5,7 +5,7 @@ counter read before the mode test reach s390x too.
     the harness, so its mode_none.trap checks run there
     (tests/test_mode_first.py): the harness reads the TOD clock itself, not
     through the image's counter fragment, which a test build does not have.
-    The TOD steering check has nothing to check there and says so.
+    The TOD correction's check has nothing to check there and says so.
   - Audit rule K008 reads s390 code: vdsogen/isa/s390.py's data_load knows
     which instructions read memory off the stack, checked here against the
     assembler's encodings; K008 finds the old core's counter read with
@@ -131,9 +131,9 @@ def test_k008_on_the_gnu_build(tmp_path):
     assert all(f.severity == "error" for f in found), found
 
 
-def test_test_build_runs_every_check_but_the_steering(tmp_path):
+def test_test_build_runs_every_check_but_the_tod_correction(tmp_path):
     """The test build's harness compiles and passes every check of the real
-    build's but the TOD steering, which it names as not checked."""
+    build's but the TOD correction's (tod_delta), which it names as not checked."""
     real = load_target("s390x")
     test = real.test_build()
     image = build_broken(test, tmp_path / "image", {})
@@ -141,4 +141,4 @@ def test_test_build_runs_every_check_but_the_steering(tmp_path):
     status, outcome, out = run_broken(test, harness, image)
     assert status == 0 and outcome.failed == {}, out
     assert set(expected_checks(real)) - set(outcome.passed) == {"tod_steering"}, out
-    assert "# tod_steering: a test build's counter is injected, without TOD steering: not checked" in out
+    assert "# tod_steering: a test build's counter is injected, without the TOD correction: not checked" in out

@@ -124,7 +124,7 @@ def breakage(edits, fails, passes=(), only=None):
 
 
 RISCV_TRAMPOLINE = "unwind.__vdso_rt_sigreturn"
-S390_STEER = "now += vd->tod_steering_delta < 0 ? (adj >> 15) : -(adj >> 15);"
+S390_TOD = "return vdso_read_tod() - (uint64_t)vdso_tod_data()->tod_delta;"
 
 BREAKAGES = {
     # i386's trampolines: each breakage of the CFI fails its unwind check and no other
@@ -194,13 +194,13 @@ BREAKAGES = {
         {"impl-flush_icache.S": [("li\ta7, 259", "li\ta7, 258")]},
         {"flush_icache": "returned"}, ["clock_gettime.MONOTONIC"]),
 
-    # s390x: TOD steering, the restart trampoline, getcpu's field, the trampolines' CFI.
-    ("s390x", "steer-sign"): breakage(  # steering the wrong way
-        {"vdso_arch.h": [(S390_STEER, "now += vd->tod_steering_delta < 0 ? -(adj >> 15) : (adj >> 15);")]},
-        {"tod_steering": "steering slow"}, ["clock_gettime.MONOTONIC_COARSE"]),
-    ("s390x", "no-steering"): breakage(
-        {"vdso_arch.h": [(S390_STEER, "(void)adj;")]},
-        {"tod_steering": "steering"}, ["clock_gettime.MONOTONIC_COARSE"]),
+    # s390x: the TOD clock less tod_delta, the restart trampoline, getcpu's field, the trampolines' CFI.
+    ("s390x", "tod-delta-ignored"): breakage(  # the TOD clock as it is, as before v6.17 without steering
+        {"vdso_arch.h": [(S390_TOD, "return vdso_read_tod();")]},
+        {"tod_steering": "boot a day ago: MONOTONIC read"}, ["clock_gettime.MONOTONIC_COARSE"]),
+    ("s390x", "tod-delta-sign"): breakage(  # the boot's TOD clock added, not subtracted
+        {"vdso_arch.h": [(S390_TOD, "return vdso_read_tod() + (uint64_t)vdso_tod_data()->tod_delta;")]},
+        {"tod_steering": "the TOD clock less tod_delta says"}, ["clock_gettime.MONOTONIC_COARSE"]),
     ("s390x", "restart-nr"): breakage(  # the restart trampoline makes getpid instead
         {"restart_syscall.S": [("svc\t7\t", "svc\t20\t")]},
         {"restart_syscall": "r2 is"}, ["clock_gettime.MONOTONIC_COARSE"]),

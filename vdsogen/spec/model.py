@@ -197,7 +197,7 @@ class Harness:
     injected_counter: bool = False
     clang_target: str | None = None   # freestanding: the harness's own --target (default the vDSO's)
     # checks of the arch's own beyond those of its functions, each
-    # arch/<arch>/harness-check-NAME.c.j2 (s390: the TOD steering)
+    # arch/<arch>/harness-check-NAME.c.j2 (s390: the TOD correction)
     checks: tuple = ()
     # map the text with PROT_BTI, as an arm64 kernel built with BTI maps its
     # vDSO (guarded pages: an indirect branch must land on a `bti`)

@@ -24,7 +24,7 @@
 	.long	2			/* type: data pages */
 1:	.asciz	"vdsogen"
 2:	.balign	4
-3:	.asciz	"linux-6.17-s390 816a1482141fea31 4096x4 tick 4000000"
+3:	.asciz	"linux-6.17-s390 0d85b2b93b8c9ea6 4096x4 tick 4000000"
 4:	.balign	4
 
 	.section .note.GNU-stack, "", %progbits

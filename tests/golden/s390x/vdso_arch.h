@@ -72,7 +72,7 @@ static __always_inline uint64_t vdso_read_tod(void)
 }
 
 /*
- * The steering state lives in the real time data: the time page, or in a
+ * The TOD clock at boot lives in the real time data: the time page, or in a
  * time namespace (whose page's records all say TIMENS) the page above it.
  */
 static __always_inline const volatile vdso_time_data_t *vdso_tod_data(void)
@@ -87,21 +87,13 @@ static __always_inline const volatile vdso_time_data_t *vdso_tod_data(void)
 }
 
 /*
- * The TOD clock as the kernel's clocksource reads it: while an STP or
- * settimeofday adjustment is being steered in (until tod_steering_end),
- * the clock runs 1/2^15 fast or slow, by the sign of tod_steering_delta,
- * so the correction is the time left to steer, shifted right by 15.
+ * The TOD clock as the kernel's clocksource reads it from v6.17: counted
+ * from boot, the TOD clock less tod_delta (its value at boot).
  */
 #define vdso_read_cycles vdso_read_cycles
 static __always_inline uint64_t vdso_read_cycles(void)
 {
-	const volatile vdso_time_data_t *vd = vdso_tod_data();
-	uint64_t now = vdso_read_tod();
-	uint64_t adj = vd->tod_steering_end - now;
-
-	if (__builtin_expect((int64_t)adj > 0, 0))
-		now += vd->tod_steering_delta < 0 ? (adj >> 15) : -(adj >> 15);
-	return now;
+	return vdso_read_tod() - (uint64_t)vdso_tod_data()->tod_delta;
 }
 
 #define vdso_cycles_mode vdso_cycles_mode
@@ -117,7 +109,7 @@ static __always_inline uint64_t vdso_read_counter(int32_t mode)
 }
 
 /* The reads, for `vdsogen bench` (the floor under every counter clock). */
-#define VDSO_COUNTER_READS(X)	X("stcke", vdso_read_tod) X("stcke+steering", vdso_read_cycles)
+#define VDSO_COUNTER_READS(X)	X("stcke", vdso_read_tod) X("stcke-delta", vdso_read_cycles)
 
 /*
  * svc 0: number in r1 (the svc immediate has 8 bits), arguments in
