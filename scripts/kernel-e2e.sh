@@ -12,7 +12,11 @@
 # scripts/e2e/loongarch-exports.c and on powerpc scripts/e2e/ppc-exports.c
 # (every export, through glibc or, getrandom, through the symbol), and
 # vdsogen's probe (runner/probe.c, glibc's clocks through the vDSO), which
-# must see vdsogen's build-id and no clock syscall.  Each check has 30 s
+# must see vdsogen's build-id and no clock syscall.  x86_64's kernel also
+# runs i386 and x32 programs, so the glue builds vdsogen's vdso32 and
+# vdsox32 too: its guest runs the four selftests as i386 and as x32
+# programs, and scripts/e2e/compat-checks.c (each image's build-id; i386's
+# signal trampolines).  Each check has 30 s
 # (scripts/e2e/init.c): a broken image that hangs a check fails it.
 # vdso_test_chacha tests the kernel source's vgetrandom-chacha.S against a
 # C reference and never calls the booted vDSO, so it says nothing of
@@ -27,9 +31,9 @@
 # for).  --negative then builds the same kernel with a deliberately broken
 # image (arm64, loongarch64, powerpc, riscv64, s390x: the data pages one
 # page lower than the kernel maps them; x86_64: the clock records read
-# where v6.13 keeps them) and requires the guest checks to FAIL (ppc64le's
-# hangs its clock reads: the 'S' of the systemcfg page's "SYSTEMCFG" is an
-# odd sequence word).
+# where v6.13 keeps them, in the i386 and x32 images too) and requires the
+# guest checks to FAIL (ppc64le's hangs its clock reads: the 'S' of the
+# systemcfg page's "SYSTEMCFG" is an odd sequence word).
 #
 # Not part of the test suite: it installs what it needs (linux-source-6.12,
 # the family's qemu-system, the kernel's build dependencies; loongarch64's
@@ -61,11 +65,12 @@ say() { printf '  %-7s %s\n' "$1" "$2" >&2; }
 # -- the family: kernel ARCH, toolchain, qemu, where the glue goes --------------
 # (IMAGE_DIR: vdsogen's output directory, in VDSO_DIR.)
 IMAGE_DIR=vdsogen
-LLVM= MUST_CONFIG=
+LLVM= MUST_CONFIG= MORE_SPECS=
 case $FAMILY in
 x86_64)
 	KARCH=x86 CROSS= TRIPLE=x86_64-linux-gnu QEMU=qemu-system-x86_64 QEMU_PKG=qemu-system-x86
-	GCC_PKG=gcc LIBC_PKG=libc6-dev
+	GCC_PKG="gcc gcc-i686-linux-gnu gcc-x86-64-linux-gnux32"
+	LIBC_PKG="libc6-dev libc6-dev-i386-cross libc6-dev-x32-cross"
 	KIMAGE=arch/x86/boot/bzImage
 	QEMU_ARGS="-accel tcg -cpu max -smp 1 -m 512"
 	# TCG's TSC runs at the host's; given its rate the kernel need not
@@ -73,10 +78,18 @@ x86_64)
 	APPEND="console=ttyS0 tsc=reliable clocksource=tsc no_timer_check"
 	APPEND="$APPEND tsc_early_khz=$(awk '/^cpu MHz/ { print int($4 * 1000); exit }' /proc/cpuinfo)"
 	CONFIG="-e 64BIT -e SERIAL_8250 -e SERIAL_8250_CONSOLE -e X86_IOPL_IOPERM -d KERNEL_XZ -e KERNEL_GZIP"
+	# i386 and x32 programs, with the 32-bit time system calls the
+	# selftests compare the clocks with: the glue builds vdsogen's vdso32
+	# and vdsox32 too (COMPAT_32, X86_X32_ABI).
+	CONFIG="$CONFIG -e IA32_EMULATION -e X86_X32_ABI -e COMPAT_32BIT_TIME"
+	MUST_CONFIG="IA32_EMULATION=y COMPAT_32=y X86_X32_ABI=y COMPAT_32BIT_TIME=y"
 	VDSO_DIR=arch/x86/entry/vdso SPEC=x86_64 SELFTEST_GETRANDOM=1
+	# The other specs the glue builds from, in the same directory.
+	MORE_SPECS="i386 x32"
 	# The kernel maps the pages where the image says (struct vdso_image), so
 	# the break is inside a page: v6.13's layout reads the clock records at
-	# +0 of the vvar page, where v6.12 keeps them at +128.
+	# +0 of the vvar page, where v6.12 keeps them at +128 (in all three
+	# images).
 	BREAK='/^layout = / { print "layout = \"linux-6.14-x86\"   # broken on purpose"; next } { print }'
 	;;
 arm64)
@@ -247,13 +260,14 @@ if [ ! -f "$SRC/Makefile" ]; then
 fi
 VMK=$SRC/$VDSO_DIR/Makefile
 mkdir -p "$SRC/arch/$KARCH/vdsogen"
-cp "$ROOT/docs/kernel/linux-6.12/$SPEC.toml" "$SRC/arch/$KARCH/vdsogen/$SPEC.toml"
+for s in $SPEC $MORE_SPECS; do
+	cp "$ROOT/docs/kernel/linux-6.12/$s.toml" "$SRC/arch/$KARCH/vdsogen/$s.toml"
+done
 case $FAMILY in
 x86_64)
 	cp "$ROOT/docs/Makefile.vdsogen" "$SRC/$VDSO_DIR/Makefile.vdsogen"
 	cp "$ROOT/docs/kernel/vdsogen-image-64.c" "$ROOT/docs/kernel/vdsogen-image-x32.c" \
 		"$ROOT/docs/kernel/vdsogen-image-32.c" "$SRC/$VDSO_DIR/"
-	cp "$ROOT/docs/kernel/linux-6.12/x32.toml" "$ROOT/docs/kernel/linux-6.12/i386.toml" "$SRC/arch/$KARCH/vdsogen/"
 	# Each edit finds nothing to do once made: a tree patched before gets what it lacks.
 	say PATCH "$VDSO_DIR/Makefile: the vdso-image-*.o and the rules of vdso*.so.dbg -> Makefile.vdsogen"
 	sed -i -e 's|^obj-\$(CONFIG_X86_64)[[:space:]]*+= vdso-image-64.o$|include $(src)/Makefile.vdsogen|' \
@@ -316,6 +330,16 @@ if [ ! -f "$OBJ/.config" ]; then
 		-e NET -e SECCOMP -e SECCOMP_FILTER -e NAMESPACES -e TIME_NS -e SHMEM -e TMPFS
 	nice -n 19 $KMAKE olddefconfig >/dev/null
 fi
+# A tree configured before the family's options grew: set them again.
+for opt in $MUST_CONFIG; do
+	if ! grep -q "^CONFIG_$opt\$" "$OBJ/.config"; then
+		say CONFIG "+ $CONFIG"
+		# shellcheck disable=SC2086
+		"$SRC/scripts/config" --file "$OBJ/.config" $CONFIG
+		nice -n 19 $KMAKE olddefconfig >/dev/null
+		break
+	fi
+done
 for opt in HZ=250 SECCOMP_FILTER=y TIME_NS=y BLK_DEV_INITRD=y DEVTMPFS=y $MUST_CONFIG; do
 	grep -q "^CONFIG_$opt\$" "$OBJ/.config" || { echo "kernel-e2e: CONFIG_$opt did not stick" >&2; exit 1; }
 done
@@ -326,8 +350,10 @@ SPECS=$SRC/arch/$KARCH/vdsogen
 if [ -n "$NEGATIVE" ]; then
 	SPECS=$CACHE/negative-specs
 	mkdir -p "$SPECS"
-	awk "$BREAK" "$ROOT/docs/kernel/linux-6.12/$SPEC.toml" > "$SPECS/$SPEC.toml"
-	cmp -s "$SPECS/$SPEC.toml" "$ROOT/docs/kernel/linux-6.12/$SPEC.toml" && { echo "kernel-e2e: nothing broken" >&2; exit 1; }
+	for s in $SPEC $MORE_SPECS; do
+		awk "$BREAK" "$ROOT/docs/kernel/linux-6.12/$s.toml" > "$SPECS/$s.toml"
+		cmp -s "$SPECS/$s.toml" "$ROOT/docs/kernel/linux-6.12/$s.toml" && { echo "kernel-e2e: nothing broken in $s.toml" >&2; exit 1; }
+	done
 fi
 # The fragments run vdsogen when an input is newer than its outputs, not when
 # make's command line names other specs: switching between the negative
@@ -372,6 +398,36 @@ if [ "$FAMILY" = x86_64 ]; then
 	# x86-64's own check: build-id, offsets, no clock syscall, time namespaces, alternatives, getcpu.
 	gcc -static -O2 -Wall -Wextra -Werror -I"$OBJ/$VDSO_DIR/vdsogen" -DVDSOGEN_BUILD_ID="\"$BUILD_ID\"" \
 		"$ROOT/scripts/e2e/vdsotest.c" -o "$T/t/vdsogen_vdsotest"
+	# The i386 and x32 images: the selftests as i386 and x32 programs,
+	# dynamically linked as the x86-64 ones (vdso_test_correctness finds the
+	# vDSO with dlopen) against the cross glibc in /lib32 and /libx32
+	# (DT_RPATH, searched before LD_LIBRARY_PATH's /lib of x86-64's), and
+	# scripts/e2e/compat-checks.c once per check (ABI-CHECK: the build-id of
+	# vdsogen's image; i386's signal trampolines).
+	for name in i386 x32; do
+		case $name in
+		i386) triple=i686-linux-gnu dir=vdsogen32 libdir=lib32 ;;
+		x32) triple=x86_64-linux-gnux32 dir=vdsogenx32 libdir=libx32 ;;
+		esac
+		id=$(readelf -n "$OBJ/$VDSO_DIR/$dir/vdso.so" | awk '/Build ID/ { print $3 }')
+		[ -n "$id" ] || { echo "kernel-e2e: no $OBJ/$VDSO_DIR/$dir/vdso.so (IA32_EMULATION, X86_X32_ABI?)" >&2; exit 1; }
+		say BUILT "$name vDSO build-id $id"
+		link="-Wl,-rpath,/$libdir -Wl,--disable-new-dtags"
+		for t in vdso_test_abi vdso_test_gettimeofday vdso_test_getcpu; do
+			$triple-gcc -std=gnu99 -O2 $link -I"$ST" "$ST/parse_vdso.c" "$ST/$t.c" -o "$T/t/$name-$t"
+		done
+		$triple-gcc -std=gnu99 -O2 $link -I"$ST" "$ST/vdso_test_correctness.c" -ldl -o "$T/t/$name-vdso_test_correctness"
+		$triple-gcc -static -std=gnu99 -O2 -Wall -Wextra -Werror -DVDSOGEN_BUILD_ID="\"$id\"" \
+			"$ROOT/scripts/e2e/compat-checks.c" -o "$T/t/$name-build-id"
+		if [ "$name" = i386 ]; then
+			ln "$T/t/i386-build-id" "$T/t/i386-sigreturn"
+			ln "$T/t/i386-build-id" "$T/t/i386-rt-sigreturn"
+		fi
+		interp=$(readelf -l "$T/t/$name-vdso_test_abi" | sed -n 's/.*interpreter: \(.*\)]/\1/p')
+		mkdir -p "$T$(dirname "$interp")" "$T/$libdir"
+		cp -L "/usr/$triple/lib/$(basename "$interp")" "$T$interp"
+		for lib in libc.so.6 libdl.so.2; do cp -L "/usr/$triple/lib/$lib" "$T/$libdir/$lib"; done
+	done
 fi
 if [ "$FAMILY" = riscv64 ]; then
 	# Every export through glibc (hwprobe through the image's symbols), the clocks without a

@@ -3,7 +3,8 @@
  * vDSO vdsogen built: runs each check as a child and powers off.
  *
  *   - /t/CHECK for every file in /t (the kernel's own vDSO selftests, built
- *     from the same source): passes when it exits 0; exit 4 is kselftest's
+ *     from the same source, on x86_64 also as i386 and x32 programs, and the
+ *     family's own checks): passes when it exits 0; exit 4 is kselftest's
  *     skip (vdso_test_getcpu on an ABI whose vDSO has no getcpu), reported
  *     as "skip NAME";
  *   - /probe (vdsogen's, runner/probe.c): passes when the image at
