@@ -91,7 +91,7 @@ def run_one(cache: Path, entry: dict, workdir: Path, timeout: float) -> Row:
         if not (qemu_dir / f"qemu-{target.toolchain.qemu}").is_file():
             row.note = f"needs the qemu of scripts/fetch-consumers.sh ({newer}): not in {qemu_dir}"
             return row
-        os.environ.update(VDSOGEN_QEMU_DIR=str(qemu_dir), QEMU_CPU="max")
+        os.environ.update(VDSOGEN_QEMU=str(qemu_dir), QEMU_CPU="max")
     try:
         status, outcome = run_tests_full(target, cache / "images" / entry["path"], workdir=workdir,
                                          stream=out, builder=Builder(target, stream=out), timeout=timeout)
@@ -100,7 +100,7 @@ def run_one(cache: Path, entry: dict, workdir: Path, timeout: float) -> Row:
         return row
     finally:
         if newer is not None:
-            del os.environ["VDSOGEN_QEMU_DIR"], os.environ["QEMU_CPU"]
+            del os.environ["VDSOGEN_QEMU"], os.environ["QEMU_CPU"]
     line = outcome.layout or ""
     if line.startswith("# layout: "):
         name = line[len("# layout: "):].split(" ", 1)[0]

@@ -121,15 +121,17 @@ def freestanding_argv(target, hdir, csources, exe):
 
 def runner(target):
     """argv prefix that runs a target executable: [] natively, else qemu-user:
-    from the directory $VDSOGEN_QEMU_DIR first where it is set (a newer qemu
-    than the system's), else from PATH."""
+    DIR/qemu-NAME where $VDSOGEN_QEMU names a directory DIR (a newer qemu
+    than the system's, as `vdsogen run` takes it), else from PATH."""
     qemu = target.toolchain.qemu
     if qemu is None:
         return []
-    first = os.environ.get("VDSOGEN_QEMU_DIR")
-    for name in (f"qemu-{qemu}-static", f"qemu-{qemu}"):
-        if first and os.access(Path(first) / name, os.X_OK):
-            return [str(Path(first) / name)]
+    where = os.environ.get("VDSOGEN_QEMU")
+    if where:
+        if not os.access(Path(where) / f"qemu-{qemu}", os.X_OK):
+            raise HarnessError(f"VDSOGEN_QEMU={where}: no executable qemu-{qemu} there (the emulator of "
+                               f"{target.name})")
+        return [str(Path(where) / f"qemu-{qemu}")]
     for name in (f"qemu-{qemu}-static", f"qemu-{qemu}"):
         if shutil.which(name):
             return [name]
@@ -507,8 +509,8 @@ def run_harness(target, exe, image, builder=None, stream=None, timeout=RUN_TIMEO
     after TERM_GRACE: the whole group goes, and a last FAIL line names the
     check.  With `bench`, the harness times calls instead of checking them.
     `aux_clocks` (AUX_CLOCKS) says how the image treats aux clocks.  An
-    image its kernel patches before mapping it (arm64's alternatives:
-    vdsogen/harness/alternatives.py) runs patched, as that kernel on the
+    image its kernel patches before mapping it (arm64's and s390's
+    alternatives: vdsogen/harness/alternatives.py) runs patched, as that kernel on the
     harness's CPU maps it, from a scratch copy; a first line says what was
     patched."""
     from vdsogen.harness import alternatives

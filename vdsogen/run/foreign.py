@@ -88,19 +88,16 @@ def run_target(target, image):
 
 
 def emulator(target) -> list[str]:
-    """The qemu-user that runs the target: qemu-NAME ([toolchain] qemu) of the directory $VDSOGEN_QEMU
-    when set (another qemu than the host's, such as Debian trixie's that scripts/fetch-consumers.sh
-    unpacks), else the host's, as the harness finds it."""
+    """The qemu-user that runs the target, as the harness finds it: qemu-NAME ([toolchain] qemu) of
+    the directory $VDSOGEN_QEMU when set (another qemu than the host's, such as Debian trixie's that
+    scripts/fetch-consumers.sh unpacks), else the host's."""
+    from vdsogen.errors import HarnessError
     from vdsogen.harness.driver import runner
 
-    where = os.environ.get("VDSOGEN_QEMU")
-    if not where:
+    try:
         return runner(target)
-    qemu = Path(where) / f"qemu-{target.toolchain.qemu}"
-    if not qemu.is_file() or not os.access(qemu, os.X_OK):
-        raise RunError(f"VDSOGEN_QEMU={where}: no executable qemu-{target.toolchain.qemu} there (the emulator "
-                       f"of {target.name})")
-    return [str(qemu)]
+    except HarnessError as e:
+        raise RunError(str(e)) from None
 
 
 def prepare_foreign(target, argv, image):
