@@ -413,3 +413,39 @@ def with_alt_records(so, dest, records, tail: bytes, edits, fmt: str, align: int
         struct.pack_into(fmt, data, at, orig - at, repl_at - (at + 4), *fields)
     dest.write_bytes(bytes(data))
     return dest
+
+
+# The head of the C programs that compare the image's clocks with the kernel's
+# (test_run_runtime's soak, test_run_host_clock's triples): by_syscall(CLK)
+# through the syscall itself (a C library might answer from the vDSO), and
+# by_vdso(CLK) through the C library's clock_gettime, which asks the vDSO.
+CLOCK_READERS_C = r"""#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef SYS_clock_gettime64
+#define NR_CLOCK	SYS_clock_gettime64
+#else
+#define NR_CLOCK	SYS_clock_gettime
+#endif
+
+static int64_t by_syscall(int clk)
+{
+	struct { int64_t sec, nsec; } ts;
+
+	syscall(NR_CLOCK, clk, &ts);
+	return ts.sec * 1000000000LL + ts.nsec;
+}
+
+static int64_t by_vdso(int clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+"""

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import isolated_run_cache
+from conftest import CLOCK_READERS_C, isolated_run_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOCKSOURCE = "/sys/devices/system/clocksource/clocksource0/current_clocksource"
@@ -33,36 +33,7 @@ TRIPLES_C = r"""
  * BOOTTIME and MONOTONIC_RAW; one line per clock: "clock ID DISORDERED
  * WORST_NS", how many triples were out of order and by how much at most.
  */
-#define _GNU_SOURCE
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
-#ifdef SYS_clock_gettime64
-#define NR_CLOCK	SYS_clock_gettime64
-#else
-#define NR_CLOCK	SYS_clock_gettime
-#endif
-
-static int64_t by_syscall(int clk)
-{
-	struct { int64_t sec, nsec; } ts;
-
-	syscall(NR_CLOCK, clk, &ts);
-	return ts.sec * 1000000000LL + ts.nsec;
-}
-
-static int64_t by_vdso(int clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
+""" + CLOCK_READERS_C + r"""
 int main(int argc, char **argv)
 {
 	static const int clocks[] = { CLOCK_MONOTONIC, CLOCK_REALTIME, CLOCK_BOOTTIME, CLOCK_MONOTONIC_RAW };

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LOADED_PART_ONLY, TARGETS, as_kernels, isolated_run_cache, program_stderr
+from conftest import CLOCK_READERS_C, LOADED_PART_ONLY, TARGETS, as_kernels, isolated_run_cache, program_stderr
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = 4096
@@ -266,38 +266,9 @@ SOAK_C = r"""
  * behind by a tick less: it is that clock at the last tick), and how often
  * MONOTONIC, BOOTTIME, RAW and MONOTONIC_COARSE went back.  One line per clock: "clock ID AHEAD_NS BEHIND_NS BACKWARDS".
  */
-#define _GNU_SOURCE
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
-#ifdef SYS_clock_gettime64
-#define NR_CLOCK	SYS_clock_gettime64
-#else
-#define NR_CLOCK	SYS_clock_gettime
-#endif
-
+""" + CLOCK_READERS_C + r"""
 static const int clocks[] = { 0, 1, 4, 5, 6, 7, 11 };
 #define N (sizeof(clocks) / sizeof(clocks[0]))
-
-static int64_t by_syscall(int clk)
-{
-	struct { int64_t sec, nsec; } ts;
-
-	syscall(NR_CLOCK, clk, &ts);
-	return ts.sec * 1000000000LL + ts.nsec;
-}
-
-static int64_t by_vdso(int clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
