@@ -240,7 +240,7 @@ static void seq_concurrent(struct chk *k, int32_t page_mode)
  * A reader that retries answers by A (it read before the update) or by B.
  *
  * The moment: natively on x86, before each instruction of the image in
- * turn (the trap flag: SIGTRAP after every instruction), so every path
+ * turn (found by the trap flag, struck at by a breakpoint), so every path
  * the call takes is struck at every point; in a test build, at its first
  * counter read (the injected counter's page made to trap), which is inside
  * the read of every counter clock.
@@ -259,7 +259,9 @@ static void strike(void)
 }
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <sys/mman.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #ifdef __x86_64__
 #define IN_IP	REG_RIP
@@ -268,12 +270,50 @@ static void strike(void)
 #endif
 #define IN_FLAGS	REG_EFL
 #define EFLAGS_TF	0x100UL
-
-static volatile sig_atomic_t in_entered;
+#define INT3		0xcc
 
 /*
- * After each instruction: count the image's and strike before the chosen
- * one, then stop stepping; stop too once the call has returned.
+ * Stepping to instruction N of a call takes N traps, so striking before
+ * each of its instructions in turn would take a number of traps that grows
+ * with the square of its length.  Instead the undisturbed call is stepped
+ * once and the address of each instruction it ran recorded; a strike
+ * before instruction N is then a breakpoint (int3) at the recorded address,
+ * let pass as many times as that address ran before N.  A call that does
+ * not reach it (its path differs from the recorded one) is struck again by
+ * stepping.
+ */
+#define IN_PATH_MAX	4096
+static uintptr_t in_path[IN_PATH_MAX];	/* the undisturbed call's instructions, in the order run */
+static long in_path_len;
+static volatile sig_atomic_t in_entered, in_stepping;
+static unsigned char *volatile in_bp;	/* the breakpoint's address, NULL when none */
+static unsigned char in_bp_byte;	/* the instruction byte the int3 replaced */
+static volatile long in_bp_left;	/* hits before the one the strike goes before */
+static volatile sig_atomic_t in_bp_armed, in_bp_stepping;
+static long in_page_size;
+
+/* One byte of the image's text, written through a writable moment of its page. */
+static void text_poke(unsigned char *at, unsigned char byte)
+{
+	void *page = (void *)((uintptr_t)at & ~(uintptr_t)(in_page_size - 1));
+
+	mprotect(page, (size_t)in_page_size, PROT_READ | PROT_WRITE | PROT_EXEC);
+	*at = byte;
+	mprotect(page, (size_t)in_page_size, PROT_READ | PROT_EXEC);
+}
+
+static void bp_disarm(void)
+{
+	if (in_bp_armed)
+		text_poke(in_bp, in_bp_byte);
+	in_bp_armed = 0;
+}
+
+/*
+ * SIGTRAP.  Stepping: after each instruction, count (and record) the
+ * image's, strike before the chosen one, then stop stepping; stop too once
+ * the call has returned.  A breakpoint hit: put the instruction back and
+ * strike on its last pass, else step over it and set it again.
  */
 static void on_step(int sig, siginfo_t *si, void *ucv)
 {
@@ -282,14 +322,39 @@ static void on_step(int sig, siginfo_t *si, void *ucv)
 
 	(void)sig;
 	(void)si;
+	if (in_bp_armed && ip == (uintptr_t)in_bp + 1) {
+		bp_disarm();
+		uc->uc_mcontext.gregs[IN_IP] = (uintptr_t)in_bp;
+		if (--in_bp_left == 0) {
+			strike();
+			in_bp = NULL;
+		} else {
+			in_bp_stepping = 1;
+			uc->uc_mcontext.gregs[IN_FLAGS] |= EFLAGS_TF;
+		}
+		return;
+	}
+	if (in_bp_stepping) {
+		in_bp_stepping = 0;
+		uc->uc_mcontext.gregs[IN_FLAGS] &= ~EFLAGS_TF;
+		text_poke(in_bp, INT3);
+		in_bp_armed = 1;
+		return;
+	}
+	if (!in_stepping)
+		return;
 	if (ip >= (uintptr_t)h_text && ip < (uintptr_t)h_text + h_image_size) {
 		in_entered = 1;
+		if (in_at < 0 && in_step < IN_PATH_MAX)
+			in_path[in_step] = ip;
 		if (++in_step == in_at) {
 			strike();
 			uc->uc_mcontext.gregs[IN_FLAGS] &= ~EFLAGS_TF;	/* the rest at full speed */
+			in_stepping = 0;
 		}
 	} else if (in_entered) {
 		uc->uc_mcontext.gregs[IN_FLAGS] &= ~EFLAGS_TF;
+		in_stepping = 0;
 	}
 }
 
@@ -300,6 +365,7 @@ static struct h_ret stepped_gettime(int clk, struct vdso_timespec *ts)
 
 	in_entered = 0;
 	in_step = 0;
+	in_stepping = 1;
 	__asm__ __volatile__("pushf\n\t"
 #ifdef __x86_64__
 			     "orq $0x100, (%%rsp)\n\t"
@@ -316,7 +382,47 @@ static struct h_ret stepped_gettime(int clk, struct vdso_timespec *ts)
 			     "andl $~0x100, (%%esp)\n\t"
 #endif
 			     "popf" : : : "memory", "cc");
+	in_stepping = 0;
+	if (in_at < 0)
+		in_path_len = in_step <= IN_PATH_MAX ? in_step : 0;
 	return r;
+}
+
+/*
+ * clock_gettime(clk, ts) struck before instruction in_at of the recorded
+ * path, by a breakpoint; in_struck stays 0 if the call never got there.
+ */
+static struct h_ret breakpoint_gettime(int clk, struct vdso_timespec *ts)
+{
+	uintptr_t at = in_path[in_at - 1];
+	struct h_ret r;
+	long i, hits = 0;
+
+	for (i = 0; i < in_at; i++)
+		hits += in_path[i] == at;
+	in_bp = (unsigned char *)at;
+	in_bp_byte = *in_bp;
+	in_bp_left = hits;
+	in_bp_stepping = 0;
+	text_poke(in_bp, INT3);
+	in_bp_armed = 1;
+	r = v_clock_gettime(clk, ts);
+	bp_disarm();
+	in_bp = NULL;
+	return r;
+}
+
+/* clock_gettime(clk, ts) with the update before instruction in_at (none if negative). */
+static struct h_ret struck_gettime(int clk, struct vdso_timespec *ts, int *retry)
+{
+	if (in_at > 0 && in_at <= in_path_len && !*retry) {
+		struct h_ret r = breakpoint_gettime(clk, ts);
+
+		*retry = !in_struck;
+		return r;
+	}
+	*retry = 0;
+	return stepped_gettime(clk, ts);
 }
 #define IN_STEPPED	1
 #else
@@ -357,15 +463,24 @@ static long inside_once(struct chk *k, const struct tk *a, const struct tk *b, i
 	uint64_t c0, c1;
 	struct h_ret r;
 	int j;
+#if IN_STEPPED
+	int retry = 0;
+#endif
 
-	in_struck = 0;
 	in_at = at;
+#if IN_STEPPED
+	do {
+		in_struck = 0;
+		memset(&ts, SENTINEL, sizeof(ts));
+		tk_publish(in_page, a);
+		c0 = vdso_read_counter(a->mode);
+		r = struck_gettime(clk, &ts, &retry);
+	} while (retry);
+#else
+	in_struck = 0;
 	memset(&ts, SENTINEL, sizeof(ts));
 	tk_publish(in_page, a);
 	c0 = vdso_read_counter(a->mode);
-#if IN_STEPPED
-	r = stepped_gettime(clk, &ts);
-#else
 	if (counter_trap(1) != 0) {
 		chk_fail(k, "cannot make the counter trap");
 		return 0;
@@ -420,6 +535,7 @@ static void seq_inside(const char *what, vdso_time_data_t *(*setup)(struct tk *)
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
 #if IN_STEPPED
+	in_page_size = sysconf(_SC_PAGESIZE);
 	sa.sa_sigaction = on_step;
 	sigaction(SIGTRAP, &sa, &old);
 #else

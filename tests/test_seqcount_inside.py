@@ -3,9 +3,10 @@
 The racing writer of seqcount.concurrent finds a missing retry only when an
 update lands inside a read, which a 100 ms window missed 1 or 2 times in 7.
 seqcount.inside.* makes it land there (harness/seqcount.c): natively on x86
-an update before each instruction of the call in turn (the trap flag), in a
-test build at the counter read.  Each image below lacks one retry, and a
-check that does not depend on timing fails on it; the good image passes.
+an update before each instruction of the call in turn (the trap flag finds
+them, a breakpoint strikes each), in a test build at the counter read.  Each
+image below lacks one retry, and a check that does not depend on timing
+fails on it; the good image passes.
 """
 
 import io
