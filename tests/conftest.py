@@ -41,6 +41,33 @@ CLOCK_TARGETS = tuple(n for n in TIME_TARGETS
                       if {"clock_gettime", "clock_gettime64"} & {e.impl for e in load_target(n).exports})
 
 
+
+def across_families(names, cases=("",)):
+    """(name, case) pairs that put each case on one target of every arch family
+    (the directory under arch/ its fragments come from), the family's targets
+    taken in turn from case to case: every case meets every family's code, and,
+    with enough cases, every target meets some case.  For variants of the
+    generic core, whose breakage or setting is the same C on every target of a
+    family: the whole cross product re-runs one family's harness on one
+    family's code."""
+    families = arch_families(names)
+    return [(members[i % len(members)], case) for i, case in enumerate(cases) for members in families]
+
+
+def one_per_family(names, turn):
+    """One target of every arch family, the family's turn-th (modulo its size): each test that runs a
+    variant on one target per family takes a different turn, so that together they reach every target."""
+    return [members[turn % len(members)] for members in arch_families(names)]
+
+
+def arch_families(names):
+    """names grouped by arch family, in the order the families first appear."""
+    families = {}
+    for n in names:
+        families.setdefault(load_target(n).arch, []).append(n)
+    return list(families.values())
+
+
 @pytest.fixture
 def catalogue_copy(tmp_path, monkeypatch):
     """A private copy of vdsogen/spec/abi.toml that abi.catalogue() reads instead."""

@@ -2,7 +2,11 @@
 
 Every target's image must pass every check; and the harness must be able to
 fail: images built from deliberately broken sources must draw the specific
-FAIL line that names the breakage.
+FAIL line that names the breakage.  Variants of the generic core (its
+breakages, the coarse-clock setting, other layouts) run on one target of each
+arch family, a different one from variant to variant
+(conftest.across_families, one_per_family); every target's own image runs on
+every target.
 """
 
 import dataclasses
@@ -20,8 +24,8 @@ from vdsogen.spec.layout import load_layout
 from vdsogen.spec.model import load_target
 from vdsogen.build.toolchain import Builder
 
-from conftest import (CLOCK_TARGETS, CLOCKS, TARGETS, TIME_TARGETS, build_broken, expected_checks, harness_target,
-                      run_broken, run_variant)
+from conftest import (CLOCK_TARGETS, CLOCKS, TARGETS, TIME_TARGETS, across_families, build_broken, expected_checks,
+                      harness_target, one_per_family, run_broken, run_variant)
 
 
 COUNTER_CLOCKS = ["REALTIME", "MONOTONIC", "MONOTONIC_RAW", "BOOTTIME", "TAI"]
@@ -102,8 +106,7 @@ BREAKAGES = {
 }
 
 
-@pytest.mark.parametrize("breakage", sorted(BREAKAGES))
-@pytest.mark.parametrize("name", CLOCK_TARGETS)
+@pytest.mark.parametrize("name,breakage", across_families(CLOCK_TARGETS, sorted(BREAKAGES)))
 def test_harness_catches(name, breakage, harnesses, tmp_path):
     target = harness_target(name)
     edits, must_fail = BREAKAGES[breakage]
@@ -260,7 +263,7 @@ def test_missing_arch_check_is_an_error(tmp_path, monkeypatch):
         build_harness(target, tmp_path / "work", Builder(target, stream=io.StringIO()))
 
 
-@pytest.mark.parametrize("name", TIME_TARGETS)
+@pytest.mark.parametrize("name", one_per_family(TIME_TARGETS, 0))
 def test_coarse_syscall_variant_passes_every_check(name, syscall_variant):
     variant, status, outcome, output, _, _ = syscall_variant(name)
     assert not outcome.failed, output
@@ -277,7 +280,7 @@ def coarse_mode_none_checks(target):
     return sorted(names)
 
 
-@pytest.mark.parametrize("name", CLOCK_TARGETS)
+@pytest.mark.parametrize("name", one_per_family(CLOCK_TARGETS, 1))
 def test_syscall_harness_fails_the_page_image(name, syscall_variant, good_runs):
     """The harness for "syscall" finds the page's coarse values in the default image."""
     variant, _, _, _, _, exe = syscall_variant(name)
@@ -286,7 +289,7 @@ def test_syscall_harness_fails_the_page_image(name, syscall_variant, good_runs):
     assert sorted(outcome.failed) == coarse_mode_none_checks(variant), output
 
 
-@pytest.mark.parametrize("name", CLOCK_TARGETS)
+@pytest.mark.parametrize("name", one_per_family(CLOCK_TARGETS, 2))
 def test_page_harness_fails_the_syscall_image(name, syscall_variant, harnesses):
     """The default harness finds real time, not the page's, in the "syscall" image."""
     _, _, _, _, image, _ = syscall_variant(name)
@@ -342,7 +345,7 @@ def layout_615(name, layouts):
     return load_layout("linux-6.15")
 
 
-@pytest.mark.parametrize("name", TIME_TARGETS)
+@pytest.mark.parametrize("name", one_per_family(TIME_TARGETS, 3))
 def test_linux_6_15_layout(name, layouts, tmp_path):
     layout = layout_615(name, layouts)
     assert layout.field_offset(layout.time_struct, "tz_minuteswest") == \
@@ -369,7 +372,7 @@ def write_layout_without_timens(layouts, base):
     return load_layout(name)
 
 
-@pytest.mark.parametrize("name", TIME_TARGETS)
+@pytest.mark.parametrize("name", one_per_family(TIME_TARGETS, 4))
 def test_layout_without_timens_page(name, layouts, tmp_path):
     target = load_target(name)
     layout = write_layout_without_timens(layouts, target.datapage.layout)
