@@ -70,6 +70,7 @@ int run_stopped(void);
 
 extern int h_other_cpu;		/* another CPU, for writer threads (or the same one) */
 extern int h_soak;			/* seconds each racing writer runs (VDSOGEN_HARNESS_SOAK), 0: 100 ms */
+extern int h_watchdog;			/* seconds a group may take (VDSOGEN_HARNESS_WATCHDOG), 30 */
 void pin_to(int cpu);
 void pin_cpus(void);
 

@@ -79,7 +79,7 @@ static int step_trap(void)
 int main(int argc, char **argv)
 {
 	const struct h_group *g;
-	const char *soak;
+	const char *soak, *watchdog;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc >= 2 && strcmp(argv[1], "--bench") == 0) {
@@ -96,6 +96,12 @@ int main(int argc, char **argv)
 	if (soak) {
 		h_soak = (int)strtol(soak, NULL, 10);
 		printf("# soak: each racing writer runs %d s\n", h_soak);
+	}
+	/* A shorter watchdog for a run expected to hang (a test of a broken image). */
+	watchdog = getenv("VDSOGEN_HARNESS_WATCHDOG");
+	if (watchdog && strtol(watchdog, NULL, 10) > 0) {
+		h_watchdog = (int)strtol(watchdog, NULL, 10);
+		printf("# watchdog: %d s a group\n", h_watchdog);
 	}
 	setup_signals();
 	pin_cpus();

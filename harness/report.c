@@ -17,7 +17,6 @@
 
 #include "internal.h"
 
-#define GROUP_TIMEOUT		30	/* seconds before the watchdog gives up on a group */
 
 /* ------------------------------------------------------------------ */
 /* Reporting                                                           */
@@ -136,11 +135,12 @@ static void on_term(int sig)
 }
 
 int h_soak;	/* main.c sets it from VDSOGEN_HARNESS_SOAK; the run loader, which links this file, never */
+int h_watchdog = 30;	/* seconds before the watchdog gives up on a group (VDSOGEN_HARNESS_WATCHDOG) */
 
 /* The watchdog's allowance: a soak adds its seconds for each racing writer a group may run. */
 static int group_timeout(void)
 {
-	return GROUP_TIMEOUT + h_soak * (1 + H_NCOUNTER_MODES);
+	return h_watchdog + h_soak * (1 + H_NCOUNTER_MODES);
 }
 
 static void on_alarm(int sig)
