@@ -7,4 +7,6 @@ sh "$ROOT/scripts/setup.sh"
 cd "$ROOT"
 # `make -s test` must not make the vdsogen the tests run silent (vdsogen honours make -s).
 unset MAKEFLAGS MFLAGS MAKELEVEL
-exec "$ROOT/.venv/bin/python" -m pytest -q -n "${JOBS:-$(nproc)}" "$@"
+# --dist=loadgroup: the tests that share an expensive module fixture (marked
+# xdist_group) run on one worker, which builds it once.
+exec "$ROOT/.venv/bin/python" -m pytest -q -n "${JOBS:-$(nproc)}" --dist=loadgroup "$@"

@@ -46,10 +46,8 @@ def k008(target, image):
     return [f for f in check_image(target, image) if f.rule == "K008"]
 
 
-def run(target, image, work):
-    out = io.StringIO()
-    harness = build_harness(target, work / "harness", Builder(target, stream=out))
-    return run_broken(target, harness, image)
+def harness_of(target, work):
+    return build_harness(target, work / "harness", Builder(target, stream=io.StringIO()))
 
 
 # Every foreign target's test build runs in the harness.
@@ -60,11 +58,12 @@ def test_trap_checks_pass_and_fail_on_the_old_core(name, tmp_path):
     every mode_none.trap check says so.  (x86's real image runs natively,
     its TSC disabled: below.)"""
     test = load_target(name).test_build()
+    harness = harness_of(test, tmp_path / "h")
     good = build_broken(test, tmp_path / "good", {})
-    status, outcome, out = run(test, good, tmp_path / "h")
+    status, outcome, out = run_broken(test, harness, good)
     assert status == 0 and set(TRAPS) <= set(outcome.passed), out
     old = build_broken(test, tmp_path / "old", OLD_CORE)
-    _status, outcome, out = run(test, old, tmp_path / "h2")
+    _status, outcome, out = run_broken(test, harness, old)
     assert set(TRAPS) <= set(outcome.failed), out
     assert all("read the counter in clock mode NONE" in outcome.failed[c] for c in TRAPS), out
 
@@ -73,11 +72,12 @@ def test_trap_checks_pass_and_fail_on_the_old_core(name, tmp_path):
 def test_tsc_disabled_in_mode_none(name, tmp_path):
     """The real image, natively: the TSC disabled by PR_SET_TSC in mode NONE."""
     target = load_target(name)
+    harness = harness_of(target, tmp_path / "h")
     good = build_broken(target, tmp_path / "good", {})
-    status, outcome, out = run(target, good, tmp_path / "h")
+    status, outcome, out = run_broken(target, harness, good)
     assert status == 0 and set(TRAPS) <= set(outcome.passed), out
     old = build_broken(target, tmp_path / "old", OLD_CORE)
-    _status, outcome, out = run(target, old, tmp_path / "h2")
+    _status, outcome, out = run_broken(target, harness, old)
     assert set(TRAPS) <= set(outcome.failed), out
     assert "signal 11" in outcome.failed["mode_none.trap.MONOTONIC"], out
 

@@ -11,6 +11,10 @@ import pytest
 from conftest import ROOT, TARGETS
 from vdsogen.spec.model import load_target
 
+# One worker builds and installs the wheel for every test here (under xdist's
+# --dist=loadgroup, which scripts/test.sh asks for), not one per worker.
+pytestmark = pytest.mark.xdist_group("wheel")
+
 # What a wheel is built from: the files pyproject.toml names.
 TREE = ("pyproject.toml", "README.rst", "vdsogen", "specs", "arch", "templates", "harness", "runner", "docs/kernel")
 
