@@ -466,11 +466,14 @@ if [ "$FAMILY" = arm64 ]; then
 	say BUILT "arm64-compat vDSO build-id $id"
 	acc=arm-linux-gnueabihf-gcc link="-Wl,-rpath,/lib32 -Wl,--disable-new-dtags"
 	for t in vdso_test_abi vdso_test_gettimeofday; do
+		# shellcheck disable=SC2086
 		$acc -std=gnu99 -O2 $link -I"$ST" "$ST/parse_vdso.c" "$ST/$t.c" -o "$T/t/arm-$t"
 	done
+	# shellcheck disable=SC2086
 	$acc -std=gnu99 -O2 $link -I"$ST" "$ST/vdso_test_correctness.c" -ldl -o "$T/t/arm-vdso_test_correctness"
 	$acc -static -std=gnu99 -O2 -Wall -Wextra -Werror -DVDSOGEN_BUILD_ID="\"$id\"" \
 		"$ROOT/scripts/e2e/compat-checks.c" -o "$T/t/arm-build-id"
+	# shellcheck disable=SC2016
 	EXPORTS=$(readelf -W --dyn-syms "$D32/vdsogen/vdso.so" | awk '$4 == "FUNC" && $7 != "UND" { sub(/@.*/, "", $8); printf "\"%s\",", $8 }')
 	$acc -static -std=gnu99 -O2 -Wall -Wextra -Werror -I"$ST" -DVDSOGEN_EXPORTS="$EXPORTS" \
 		"$ST/parse_vdso.c" "$ROOT/scripts/e2e/arm-exports.c" -o "$T/t/arm-vdsogen_exports"
