@@ -16,7 +16,11 @@
 # runs i386 and x32 programs, so the glue builds vdsogen's vdso32 and
 # vdsox32 too: its guest runs the four selftests as i386 and as x32
 # programs, and scripts/e2e/compat-checks.c (each image's build-id; i386's
-# signal trampolines).  Each check has 30 s
+# signal trampolines).  arm64's kernel runs 32-bit ARM programs too
+# (COMPAT, COMPAT_VDSO): the glue in vdso32 builds vdsogen's arm64-compat
+# image, and its guest runs vdso_test_abi, vdso_test_correctness and
+# vdso_test_gettimeofday as armhf programs, compat-checks.c (the image's
+# build-id) and scripts/e2e/arm-exports.c (every export).  Each check has 30 s
 # (scripts/e2e/init.c): a broken image that hangs a check fails it.
 # vdso_test_chacha tests the kernel source's vgetrandom-chacha.S against a
 # C reference and never calls the booted vDSO, so it says nothing of
@@ -30,7 +34,7 @@
 # s390x or x86_64 (the families whose v6.12 data pages vdsogen has a layout
 # for).  --negative then builds the same kernel with a deliberately broken
 # image (arm64, loongarch64, powerpc, riscv64, s390x: the data pages one
-# page lower than the kernel maps them; x86_64: the clock records read
+# page lower than the kernel maps them, arm64's compat image too; x86_64: the clock records read
 # where v6.13 keeps them, in the i386 and x32 images too) and requires the
 # guest checks to FAIL (ppc64le's hangs its clock reads: the 'S' of the
 # systemcfg page's "SYSTEMCFG" is an odd sequence word).
@@ -94,12 +98,22 @@ x86_64)
 	;;
 arm64)
 	KARCH=arm64 CROSS=aarch64-linux-gnu- TRIPLE=aarch64-linux-gnu QEMU=qemu-system-aarch64
-	QEMU_PKG=qemu-system-arm GCC_PKG=gcc-aarch64-linux-gnu LIBC_PKG=libc6-dev-arm64-cross
+	QEMU_PKG=qemu-system-arm GCC_PKG="gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf"
+	LIBC_PKG="libc6-dev-arm64-cross libc6-dev-armhf-cross"
 	KIMAGE=arch/arm64/boot/Image
 	QEMU_ARGS="-M virt -cpu max -smp 1 -m 512"
 	APPEND="console=ttyAMA0"
 	CONFIG="-e SERIAL_AMBA_PL011 -e SERIAL_AMBA_PL011_CONSOLE"
+	# 32-bit ARM programs, with the 32-bit time system calls the selftests
+	# compare the clocks with: the glue builds vdsogen's compat vDSO too
+	# (COMPAT_VDSO, which Kconfig offers once CROSS_COMPILE_COMPAT names
+	# the compiler of arch/arm64/kernel/vdso32).
+	CONFIG="$CONFIG -e COMPAT -e COMPAT_VDSO -e COMPAT_32BIT_TIME"
+	MUST_CONFIG="COMPAT=y COMPAT_VDSO=y COMPAT_32BIT_TIME=y"
+	export CROSS_COMPILE_COMPAT=arm-linux-gnueabihf-
 	VDSO_DIR=arch/arm64/kernel/vdso SPEC=arm64 SELFTEST_GETRANDOM=1
+	# The compat vDSO's spec, in the same directory.
+	MORE_SPECS=arm64-compat
 	# The data pages one page lower than the kernel maps them.
 	BREAK='/^pages = / { print "pages = " $3 + 1 "   # broken on purpose"; next } { print }'
 	;;
@@ -281,6 +295,12 @@ arm64)
 		say PATCH "$VDSO_DIR/Makefile: + include Makefile.vdsogen"
 		printf '\ninclude $(src)/Makefile.vdsogen\n' >> "$VMK"
 	fi
+	# The compat vDSO: its own fragment in arch/arm64/kernel/vdso32.
+	cp "$ROOT/docs/kernel/arm64/Makefile.vdsogen32" "$SRC/${VDSO_DIR}32/Makefile.vdsogen"
+	if ! grep -q 'Makefile.vdsogen' "$SRC/${VDSO_DIR}32/Makefile"; then
+		say PATCH "${VDSO_DIR}32/Makefile: + include Makefile.vdsogen"
+		printf '\ninclude $(src)/Makefile.vdsogen\n' >> "$SRC/${VDSO_DIR}32/Makefile"
+	fi
 	;;
 s390x)
 	cp "$ROOT/docs/kernel/s390/Makefile.vdsogen" "$SRC/$VDSO_DIR/Makefile.vdsogen"
@@ -360,6 +380,7 @@ fi
 # control and the real build, drop vdsogen's outputs.
 if [ "$(cat "$CACHE/specs-used" 2>/dev/null)" != "$SPECS" ]; then
 	rm -rf "$OBJ/$VDSO_DIR"/vdsogen*
+	[ "$FAMILY" != arm64 ] || rm -rf "$OBJ/${VDSO_DIR}32/vdsogen"
 	echo "$SPECS" > "$CACHE/specs-used"
 fi
 say MAKE "$KIMAGE with -j$JOBS in $OBJ${NEGATIVE:+ (negative control: $SPECS)}"
@@ -428,6 +449,38 @@ if [ "$FAMILY" = x86_64 ]; then
 		cp -L "/usr/$triple/lib/$(basename "$interp")" "$T$interp"
 		for lib in libc.so.6 libdl.so.2; do cp -L "/usr/$triple/lib/$lib" "$T/$libdir/$lib"; done
 	done
+fi
+if [ "$FAMILY" = arm64 ]; then
+	# The compat vDSO, which vdsogen built through the glue in vdso32 and
+	# vdsomunge copied byte for byte: the selftests as 32-bit ARM programs
+	# (no vdso_test_getcpu: the compat vDSO has no getcpu), dynamically
+	# linked as the arm64 ones (vdso_test_correctness finds the vDSO with
+	# dlopen) against the armhf glibc in /lib32 (DT_RPATH, searched before
+	# LD_LIBRARY_PATH's /lib of arm64's); static, scripts/e2e/compat-checks.c
+	# (the build-id of vdsogen's image) and scripts/e2e/arm-exports.c (every
+	# export of the image, without a clock syscall).
+	D32=$OBJ/${VDSO_DIR}32
+	id=$(readelf -n "$D32/vdsogen/vdso.so" | awk '/Build ID/ { print $3 }')
+	[ -n "$id" ] || { echo "kernel-e2e: no $D32/vdsogen/vdso.so (COMPAT_VDSO?)" >&2; exit 1; }
+	cmp "$D32/vdso32.so.dbg" "$D32/vdsogen/vdso.so.dbg" >&2 || { echo "kernel-e2e: vdso32.so.dbg is not vdsogen's" >&2; exit 1; }
+	say BUILT "arm64-compat vDSO build-id $id"
+	acc=arm-linux-gnueabihf-gcc link="-Wl,-rpath,/lib32 -Wl,--disable-new-dtags"
+	for t in vdso_test_abi vdso_test_gettimeofday; do
+		# shellcheck disable=SC2086
+		$acc -std=gnu99 -O2 $link -I"$ST" "$ST/parse_vdso.c" "$ST/$t.c" -o "$T/t/arm-$t"
+	done
+	# shellcheck disable=SC2086
+	$acc -std=gnu99 -O2 $link -I"$ST" "$ST/vdso_test_correctness.c" -ldl -o "$T/t/arm-vdso_test_correctness"
+	$acc -static -std=gnu99 -O2 -Wall -Wextra -Werror -DVDSOGEN_BUILD_ID="\"$id\"" \
+		"$ROOT/scripts/e2e/compat-checks.c" -o "$T/t/arm-build-id"
+	# shellcheck disable=SC2016
+	EXPORTS=$(readelf -W --dyn-syms "$D32/vdsogen/vdso.so" | awk '$4 == "FUNC" && $7 != "UND" { sub(/@.*/, "", $8); printf "\"%s\",", $8 }')
+	$acc -static -std=gnu99 -O2 -Wall -Wextra -Werror -I"$ST" -DVDSOGEN_EXPORTS="$EXPORTS" \
+		"$ST/parse_vdso.c" "$ROOT/scripts/e2e/arm-exports.c" -o "$T/t/arm-vdsogen_exports"
+	interp=$(readelf -l "$T/t/arm-vdso_test_abi" | sed -n 's/.*interpreter: \(.*\)]/\1/p')
+	mkdir -p "$T$(dirname "$interp")" "$T/lib32"
+	cp -L "/usr/arm-linux-gnueabihf/lib/$(basename "$interp")" "$T$interp"
+	for lib in libc.so.6 libdl.so.2; do cp -L "/usr/arm-linux-gnueabihf/lib/$lib" "$T/lib32/$lib"; done
 fi
 if [ "$FAMILY" = riscv64 ]; then
 	# Every export through glibc (hwprobe through the image's symbols), the clocks without a
