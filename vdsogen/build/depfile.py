@@ -10,7 +10,9 @@ listing of every directory a lookup went through (a file added there may
 shadow another), and a hash of each output.  The next build of the same
 request checks all of this before loading a spec: when nothing differs and
 every output is still what the build wrote, it writes nothing at all and
-mtimes stay, so nothing that depends on the outputs is rebuilt.
+mtimes stay, so nothing that depends on the outputs is rebuilt; unless an
+input is newer than the outputs (touched, its bytes the same), when the
+outputs get the time of now, as make expects of a rule it ran.
 
 The inputs are a slight over-approximation: every template and arch
 fragment of the target's directories counts, except the harness's own
@@ -189,15 +191,42 @@ def render_depfile(targets, deps):
     return "\n".join(lines) + "\n"
 
 
+def prerequisites(state, request):
+    """What the depfile names for one target: its inputs, the directories its
+    lookups went through and its programs.  Only what exists: make remakes a
+    target whose prerequisite is missing, every time.  A directory a lookup
+    went through that did not exist (--specs=DIR without layouts/) is seen by
+    the listing of its parent."""
+    deps = sorted(p for group in ("inputs", "dirs") for p, digest in state[group].items() if digest)
+    return deps + [p for p in request.programs().values() if p]
+
+
+def settle(outdir, state, request):
+    """Outputs up to date by their inputs' bytes but older than one of them
+    (an input touched or rewritten unchanged, a file made and removed in a
+    directory a lookup went through) get the time of now.  make goes by
+    mtimes: else `make` would run vdsogen on every call, and `make -q` say
+    out of date, while vdsogen writes nothing."""
+    newest = 0
+    for p in prerequisites(state, request):
+        try:
+            newest = max(newest, os.stat(p).st_mtime_ns)
+        except OSError:
+            pass
+    outputs = [Path(outdir) / n for n in request.outputs()]
+    try:
+        if min(o.stat().st_mtime_ns for o in outputs) < newest:
+            for o in outputs:
+                os.utime(o)
+    except OSError:
+        pass    # a build racing this one replaced them: they are new
+
+
 def write_depfile(path, targets, states, requests):
     """Write FILE for the built targets, only when its text changes."""
     deps = []
     for state, request in zip(states, requests):
-        # Only what exists: make remakes a target whose prerequisite is missing,
-        # every time.  A directory a lookup went through that did not exist
-        # (--specs=DIR without layouts/) is seen by the listing of its parent.
-        deps += sorted(p for group in ("inputs", "dirs") for p, digest in state[group].items() if digest)
-        deps += [p for p in request.programs().values() if p]
+        deps += prerequisites(state, request)
     text = render_depfile(targets, list(dict.fromkeys(deps))).encode()
     try:
         with open(path, "rb") as f:

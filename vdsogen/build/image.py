@@ -8,7 +8,8 @@ embedding outputs put in place; a failed build leaves none of them behind
 that other is still at work, and their temporaries have names of their own.
 An output whose bytes did not change is not rewritten, so its mtime stays,
 and `build_images` (the `vdsogen build` command) skips a target whose
-inputs did not change at all (vdsogen/build/depfile.py).
+inputs did not change at all (vdsogen/build/depfile.py); outputs older
+than an input then get the time of now (depfile.settle), as make expects.
 """
 
 import os
@@ -129,6 +130,9 @@ def build_images(names, out, specs=None, emit=(), emit_name=DEFAULT_NAME, kconfi
     requests = {n: depfile.Request(n, specs, kconfig, tuple(emit), emit_name, env, test_counter) for n in names}
     states = {n: depfile.current(outdirs[n], requests[n]) for n in names}
     todo = [n for n in names if states[n] is None]
+    for n in names:
+        if states[n] is not None:
+            depfile.settle(outdirs[n], states[n], requests[n])
     built = set()
     if todo:
         from vdsogen.gen.render import sources
@@ -150,6 +154,7 @@ def build_images(names, out, specs=None, emit=(), emit_name=DEFAULT_NAME, kconfi
                              emit=emit, emit_name=emit_name, lock=False)
                 built.add(t.name)
                 states[t.name] = depfile.record(outdir, requests[t.name], t)
+                depfile.settle(outdir, states[t.name], requests[t.name])
     if depfile_path is not None:
         shown = [os.path.normpath(os.path.join(out, n) if len(names) > 1 else out) for n in names]
         targets = [os.path.join(d, o) for d, n in zip(shown, names) for o in requests[n].outputs()]
