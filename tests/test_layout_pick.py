@@ -78,9 +78,9 @@ def test_the_note_picks_the_layout(name, version, layout, pages, images, tmp_pat
 @pytest.mark.parametrize("name, version, have", [
     ("x86_64", (5, 4, 0), "linux-5.6-x86 (5.6-6.9), linux-6.12-x86 (6.10-6.12), linux-6.14-x86 (6.13-6.14), "
                           "linux-6.15-x86 (6.15-6.16), linux-6.17-x86 (6.17+)"),
-    ("riscv64", (5, 19, 0), "linux-6.1-riscv (6.1-6.3), linux-6.4-riscv (6.4-6.6), linux-6.7-riscv (6.7-6.10), "
-                            "linux-6.12-riscv (6.11-6.12), linux-6.13-riscv (6.13-6.13), linux-6.14-riscv (6.14-6.14), "
-                            "linux-6.15-riscv (6.15-6.15), linux-6.16-riscv (6.16-6.16), linux-6.17-riscv (6.17-6.17), "
+    ("riscv64", (5, 19, 0), "linux-6.1-riscv (6.1-6.3), linux-6.4-riscv (6.4-6.6), linux-6.7-riscv (6.7-6.7), "
+                            "linux-6.8-riscv (6.8-6.10), linux-6.12-riscv (6.11-6.12), linux-6.13-riscv (6.13-6.13), "
+                            "linux-6.14-riscv (6.14-6.14), linux-6.15-riscv (6.15-6.15), linux-6.16-riscv (6.16-6.16), linux-6.17-riscv (6.17-6.17), "
                             "linux-6.18-riscv (6.18-6.18), linux-6.19-riscv (6.19-6.19), linux-7.2-riscv (7.0+)"),
     ("arm64", (5, 4, 0), "linux-5.6 (5.6-6.14), linux-6.15 (6.15-6.16), linux-6.17 (6.17+)"),
 ])

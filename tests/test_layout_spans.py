@@ -127,7 +127,7 @@ def run(target, layout, tmp_path, image=None):
 # Layouts added with these spans.  vdsogen's riscv64 image passes on every riscv layout
 # (test_riscv_layouts.py, by its FACTS); riscv32's, which reads the same arch data, on these and
 # on linux-7.2-riscv, which rv32 kernels of v7.0+ read too.
-NEW_RISCV = ["linux-6.4-riscv", "linux-6.7-riscv", "linux-6.13-riscv", "linux-6.19-riscv"]
+NEW_RISCV = ["linux-6.4-riscv", "linux-6.7-riscv", "linux-6.8-riscv", "linux-6.13-riscv", "linux-6.19-riscv"]
 
 
 @pytest.mark.parametrize("layout", NEW_RISCV + ["linux-7.2-riscv"])

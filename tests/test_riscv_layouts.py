@@ -4,7 +4,8 @@ From v6.4 (hwprobe's first) until v6.14 the hwprobe answers sit in each
 clock record (v6.12: arch_data at +240 of the time page's first record: a
 page role that shares another page at one of its members, `same_as` with
 `at`); from v6.15 on the arch page of the generic data store.  Their count
-follows RISCV_HWPROBE_MAX_KEY (5 in v6.4-v6.6, 6 in v6.7-v6.10, 9 in v6.11
+follows RISCV_HWPROBE_MAX_KEY (5 in v6.4-v6.6, 6 in v6.7-v6.10 (two layouts:
+RISCV_HWPROBE_WHICH_CPUS came with v6.8, tests/test_riscv_which_cpus.py), 9 in v6.11
 and v6.12, 10 in v6.13, 11 in v6.14, 12 in v6.15, 13 in v6.16 and v6.17,
 14 in v6.18, 15 in v6.19, 16 from v7.0), and the ready byte came with
 v6.18 (and v6.17.6).  No download: the images are vdsogen's own, built for
@@ -32,6 +33,7 @@ LAYOUTS = ROOT / "specs" / "layouts"
 FACTS = {
     "linux-6.4-riscv": dict(arch=(0, 240), keys=6, homogeneous=48, ready=False, record1=240 + 56),
     "linux-6.7-riscv": dict(arch=(0, 240), keys=7, homogeneous=56, ready=False, record1=240 + 64),
+    "linux-6.8-riscv": dict(arch=(0, 240), keys=7, homogeneous=56, ready=False, record1=240 + 64),
     "linux-6.12-riscv": dict(arch=(0, 240), keys=10, homogeneous=80, ready=False, record1=240 + 88),
     "linux-6.13-riscv": dict(arch=(0, 240), keys=11, homogeneous=88, ready=False, record1=240 + 96),
     "linux-6.14-riscv": dict(arch=(0, 240), keys=12, homogeneous=96, ready=False, record1=240 + 104),
@@ -107,7 +109,8 @@ def test_a_v6_1_image_picks_its_layout_and_passes(tmp_path):
     ((6, 16), "linux-6.16-riscv"), ((6, 17), "linux-6.17-riscv"), ((6, 18), "linux-6.18-riscv"),
     ((6, 19), "linux-6.19-riscv"), ((7, 0), "linux-7.2-riscv"), ((7, 1), "linux-7.2-riscv"),
     ((7, 2), "linux-7.2-riscv"), ((6, 13), "linux-6.13-riscv"), ((6, 11), "linux-6.12-riscv"),
-    ((6, 4), "linux-6.4-riscv"), ((6, 6), "linux-6.4-riscv"), ((6, 7), "linux-6.7-riscv"), ((6, 10), "linux-6.7-riscv"),
+    ((6, 4), "linux-6.4-riscv"), ((6, 6), "linux-6.4-riscv"), ((6, 7), "linux-6.7-riscv"), ((6, 8), "linux-6.8-riscv"),
+    ((6, 10), "linux-6.8-riscv"),
 ])
 def test_each_version_picks_its_layout(version, name):
     fits = [lay.name for lay in layouts.for_abi(load_target("riscv64")) if lay.covers(version)]

@@ -516,7 +516,8 @@ def parser():
     s.add_argument("-v", "--verbose", action="store_true",
                    help="under qemu-user, say on stderr where the clocks come from: the host kernel's own "
                         "timekeeping (where the target's counter is the host's TSC and the host keeps time with "
-                        "it), else the discipline against the host's clocks, and why")
+                        "it), else the discipline against the host's clocks, and why; and where a dynamically "
+                        "linked program's libraries come from (QEMU_LD_PREFIX, else Debian's cross sysroot)")
     _specs_option(s)
     s.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARG...]",
                    help="the program to run and its arguments")

@@ -322,25 +322,35 @@ def resolve_program(target, program):
     return found
 
 
+def elf_abi(path) -> "tuple[int, int, str] | None":
+    """(ELF class, machine, byte order) of an ELF file; None for a file that is no ELF;
+    OSError when it cannot be read."""
+    with open(path, "rb") as f:
+        head = f.read(20)
+    if len(head) < 20 or head[:4] != b"\x7fELF":
+        return None
+    order = "little" if head[5] == 1 else "big"
+    return 32 if head[4] == 1 else 64, int.from_bytes(head[18:20], order), order
+
+
 def check_abi(target, program):
     """An ELF program must be of the target's ABI (scripts go by their interpreter)."""
     try:
-        with open(program, "rb") as f:
-            head = f.read(20)
+        abi = elf_abi(program)
     except OSError as e:
         raise RunError(f"{program}: {e.strerror}", 126) from None
-    if len(head) < 20 or head[:4] != b"\x7fELF":
+    if abi is None:
         return
-    order = "little" if head[5] == 1 else "big"
-    elf_class, machine = 32 if head[4] == 1 else 64, int.from_bytes(head[18:20], order)
+    elf_class, machine, order = abi
     if (elf_class, machine, order) != (target.elf.elf_class, target.elf.machine, target.elf.endian):
         raise RunError(f"{program}: an ELF{elf_class} {order}-endian program for machine {machine}, not of the "
                        f"{target.name} ABI (ELF{target.elf.elf_class} {target.elf.endian}-endian, machine "
                        f"{target.elf.machine}): its vDSO cannot be the {target.name} image")
 
 
-def prepare(target, argv, image=None, syscall_counts=None):
-    """The argv that runs `argv` under the image; raises RunError when it cannot."""
+def prepare(target, argv, image=None, syscall_counts=None, verbose=False):
+    """The argv that runs `argv` under the image; raises RunError when it cannot.  `verbose`
+    (-v): under qemu-user, say where a dynamically linked program's libraries come from."""
     from vdsogen.run.live import check_live_layout
 
     if not argv:
@@ -361,7 +371,7 @@ def prepare(target, argv, image=None, syscall_counts=None):
     if target.toolchain.qemu is not None:
         from vdsogen.run.foreign import prepare_foreign
 
-        return prepare_foreign(target, argv, image)
+        return prepare_foreign(target, argv, image, program, verbose)
     if os.uname().machine != "x86_64":
         raise RunError(f"{target.name}: the supervisor needs an x86-64 host, this is {os.uname().machine}")
     check_live_layout(target)
@@ -389,8 +399,8 @@ def prepare(target, argv, image=None, syscall_counts=None):
 def run(target, argv, image=None, syscall_counts=None, verbose=False):
     """`vdsogen run`: exec the supervisor (never returns), or run qemu-user and return
     the program's status; RunError when the program cannot run.  `verbose` (-v): under qemu-user,
-    say where the clocks come from."""
-    args = prepare(target, argv, image, syscall_counts)
+    say where the clocks and a dynamically linked program's libraries come from."""
+    args = prepare(target, argv, image, syscall_counts, verbose)
     if target.toolchain.qemu is not None:
         from vdsogen.run.foreign import run_foreign
 
@@ -405,4 +415,4 @@ def run(target, argv, image=None, syscall_counts=None, verbose=False):
 
 __all__ = ["run", "prepare", "build_probe", "build_supervisor", "compile_cached", "install_cached", "checked_image",
            "snapshot", "sealed", "snapshot_fd", "cached_image", "image_inputs",
-           "check_abi", "cache_dir", "runner_dir", "RunError", "PROBE"]
+           "check_abi", "elf_abi", "cache_dir", "runner_dir", "RunError", "PROBE"]

@@ -100,11 +100,73 @@ def emulator(target) -> list[str]:
         raise RunError(str(e)) from None
 
 
-def prepare_foreign(target, argv, image):
-    """qemu-user, the target's loader, the image, the program."""
+def interpreter(program) -> str | None:
+    """The dynamic loader an ELF program asks for (its PT_INTERP), None for a static one or a script."""
+    from vdsogen.elf.consts import PT_INTERP
+    from vdsogen.elf.reader import ElfImage
+    from vdsogen.errors import VdsogenError
+
+    try:
+        img = ElfImage(str(program))
+    except (VdsogenError, OSError, ValueError):
+        return None     # no ELF (a script): qemu-user runs its interpreter as it finds it
+    for seg in img.segments_of_type(PT_INTERP):
+        return bytes(img.data[seg.offset:seg.offset + seg.filesz]).split(b"\0")[0].decode(errors="replace")
+    return None
+
+
+def _holds(root, interp, target) -> bool:
+    """Whether ROOT/INTERP (INTERP absolute) is an ELF file of the target's ABI."""
+    from vdsogen.run import elf_abi
+
+    try:
+        return elf_abi(root + interp) == (target.elf.elf_class, target.elf.machine, target.elf.endian)
+    except OSError:
+        return False
+
+
+def library_root(target, program, verbose=False) -> str | None:
+    """The directory qemu-user takes a dynamically linked program's libraries from (its -L, as
+    QEMU_LD_PREFIX): $QEMU_LD_PREFIX when set, else Debian's cross sysroot of the target's GNU
+    triple, /usr/TRIPLE, when it holds the program's interpreter; None for a static program, or
+    where the host's own path holds the interpreter, of the target's ABI (a multiarch libc), and no
+    QEMU_LD_PREFIX says otherwise.  RunError when no root holds it.  `verbose`: say which."""
+    interp = interpreter(program)
+    if interp is None or not interp.startswith("/"):
+        return None
+    given = os.environ.get("QEMU_LD_PREFIX")
+    triple = target.toolchain.gnu_triple
+    if given:
+        root, label = given, "QEMU_LD_PREFIX"
+    elif triple:
+        root, label = f"/usr/{triple}", f"Debian's cross sysroot of {triple}"
+    else:
+        root, label = None, ""
+    if root is not None and _holds(root.rstrip("/"), interp, target):
+        if verbose:
+            print(f"vdsogen run: {target.name}: {program} is dynamically linked: its interpreter {interp} and "
+                  f"libraries from {root} ({label}{'' if given else ', QEMU_LD_PREFIX being unset'})",
+                  file=sys.stderr, flush=True)
+        return root
+    if _holds("", interp, target):
+        return given or None
+    tried = ([f"{root}{interp} ({label})"] if root is not None else []) + [f"{interp} (this host's)"]
+    no_root = "" if root is not None else f"; {target.name} has no GNU triple, so no Debian cross sysroot"
+    raise RunError(f"{program}: dynamically linked, and its interpreter is at none of {', '.join(tried)}{no_root}: "
+                   f"set QEMU_LD_PREFIX to the directory that holds the {target.name} C library, with the "
+                   f"interpreter at DIR{interp} (Debian's cross packages, libc6-ARCH-cross, put it in /usr/TRIPLE)",
+                   127)
+
+
+def prepare_foreign(target, argv, image, program=None, verbose=False):
+    """qemu-user (with -L, the program's library root, where it needs one: library_root), the
+    target's loader, the image, the program (`program`: argv[0] resolved)."""
     from vdsogen.harness.driver import harness_view
 
     qemu = emulator(target)
+    root = library_root(target, program or argv[0], verbose)
+    if root is not None:
+        qemu += ["-L", root]
     test = run_target(target, image)
     if test is not target and image is None:
         # As `vdsogen test` does: the real build is made and checked, its counter read by its words (T002).
@@ -298,13 +360,16 @@ def _run_forwarding(argv, fd):
 
 
 def run_foreign(target, args, syscall_counts, verbose=False):
-    """Run [qemu, loader, loader options..., "--", image, program...] beside its timekeeper, the image a snapshot() the loader
+    """Run [qemu, (-L ROOT,) loader, loader options..., "--", image, program...] beside its timekeeper, the image a snapshot() the loader
     opens; with counts, through qemu's syscall log, in which the timekeeper (another qemu) is not.
     Returns the program's exit status.  `verbose`: say where the clocks come from (say_clocks())."""
     from vdsogen.run.hostclock import Feeder
 
-    qemu, loader, end = args[0], args[1], args.index("--", 2)
-    options, image, argv = args[2:end], args[end + 1], args[end + 2:]
+    # [qemu, (-L ROOT,) loader, options..., "--", image, program...] (prepare_foreign).
+    qemu, libs = args[0], args[1:3] if args[1] == "-L" else []
+    at = 1 + len(libs)
+    loader, end = args[at], args.index("--", at + 1)
+    options, image, argv = args[at + 1:end], args[end + 1], args[end + 2:]
     with scratch_dir("run") as tmp:
         log, pages = Path(tmp) / "strace", Path(tmp) / "pages"
         trace = ["-d", "strace", "-D", str(log)] if syscall_counts else []
@@ -313,7 +378,8 @@ def run_foreign(target, args, syscall_counts, verbose=False):
         if verbose:
             say_clocks(target, source, feeder)
         try:
-            rc = _run_forwarding([qemu, *trace, loader, *options, str(pages), image, *argv], snapshot_fd(image))
+            rc = _run_forwarding([qemu, *libs, *trace, loader, *options, str(pages), image, *argv],
+                                 snapshot_fd(image))
         except OSError as e:
             raise RunError(f"{qemu}: cannot start: {e.strerror}", 1) from None
         finally:
@@ -328,5 +394,6 @@ def run_foreign(target, args, syscall_counts, verbose=False):
 
 
 __all__ = ["check_supported", "emulator", "run_target", "is_test_build", "prepare_foreign", "run_foreign",
+           "interpreter", "library_root",
            "build_loader", "build_with_headers", "freestanding", "getcpu_options", "start_timekeeper", "stop_timekeeper", "count_qemu_log",
            "say_clocks"]

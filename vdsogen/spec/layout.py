@@ -39,6 +39,14 @@ AUX_CLOCKS = "aux_clocks"
 # correction), a member of the time struct; unsaid, its fields are the time struct's own.
 ARCH_TIME = "arch_time"
 MIN_BASES = 12  # CLOCK_TAI + 1
+# Optional ([behaviour]): what the layout's kernels do where no page says it, each with the values
+# it may take, the first when neither the layout nor its base says (vdsogen's own behaviour).
+BEHAVIOURS = {
+    # riscv_hwprobe's flag RISCV_HWPROBE_WHICH_CPUS: "vdso", answered from the arch page as
+    # Linux's riscv_vdso_get_cpus does (v6.8+), or "refused", the vDSO passing any flag to the
+    # syscall, which refuses every one (-EINVAL) before v6.8.
+    "hwprobe_which_cpus": ("vdso", "refused"),
+}
 
 
 @dataclass(frozen=True)
@@ -99,6 +107,11 @@ class Layout:
     access: dict             # datum -> C member path from time_struct
     linux: tuple = ()        # the Linux versions it describes: ((major, minor),) from, or (from, to)
     abis: tuple = ()         # the ABIs whose vDSO reads it at those versions
+    behaviours: tuple = ()   # ((name, value), ...) of BEHAVIOURS, as the layout or its base says them
+
+    def behaviour(self, name: str) -> str:
+        """What its kernels do as BEHAVIOURS[name] says: the layout's value, else the default."""
+        return dict(self.behaviours).get(name, BEHAVIOURS[name][0])
 
     def covers(self, version: "Sequence[int]") -> bool:
         """The layout describes Linux `version` (major, minor, ...), by its `linux` range."""
@@ -165,7 +178,7 @@ class Layout:
         """What code and harness take from the layout, one line per fact:
         every struct's size and members (type, count, offset, a bitmap's bits), every page
         (index, role, struct, symbol), every access path.  Comments and
-        the description are not part of it."""
+        the description are not part of it; a behaviour said (BEHAVIOURS) is."""
         out = []
         for st in self.structs:
             out.append(f"struct {st.name} size {st.size} align {st.align}")
@@ -174,6 +187,7 @@ class Layout:
         out += [f"page {p.index} {p.role} {p.struct} {p.symbol}" + (f" at {p.offset}" if p.offset else "")
                 for p in self.pages]
         out += [f"access {k} {v}" for k, v in sorted(self.access.items())]
+        out += [f"behaviour {k} {v}" for k, v in self.behaviours]
         return out
 
     def digest(self) -> str:
@@ -344,10 +358,18 @@ def load_layout(name: str, search: "Sequence[str | Path] | None" = None, _chain:
         # A time struct redefined without the inherited aux records: a layout without aux clocks.
         if AUX_CLOCKS in access and structs[time_page.struct].field(access[AUX_CLOCKS].split("[")[0]) is None:
             del access[AUX_CLOCKS]
+    behaviours = dict(base.behaviours if base is not None else ())
+    if top.has("behaviour"):
+        bt = top.table("behaviour")
+        for key, values in BEHAVIOURS.items():
+            value = bt.str(key, None, choices=values)
+            if value is not None:
+                behaviours[key] = value
+        bt.done()
     top.done()
 
     layout = _check_access(path, name, description, tuple(structs.values()), pages, time_page, access)
-    return replace(layout, linux=linux, abis=abis)
+    return replace(layout, linux=linux, abis=abis, behaviours=tuple(sorted(behaviours.items())))
 
 
 def _member_at(pt: Table, structs: dict, host: Page, struct: str | None, at: str) -> tuple[int, str]:
