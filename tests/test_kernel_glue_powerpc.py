@@ -235,3 +235,22 @@ def test_the_compat_pages_are_the_64_bit_kernels():
     assert compat.field_offset("vdso_rng_page", "generation") == \
         native.field_offset("vdso_rng_page", "generation") == 0xf8
     assert [(p.role, p.index) for p in compat.pages] == [(p.role, p.index) for p in native.pages]
+
+
+def test_the_vdso32_fixup_entries_are_the_64_bit_kernels(tree):
+    """A 64-bit kernel walks its vdso32's __ftr_fixup with its own struct
+    fixup_entry: 48 bytes, the mask and value 64-bit, the four offsets
+    64-bit and relative to the entry (the kernel's vdso32 is written so);
+    each lands on a word of the image's code."""
+    built(tree, CROSS)
+    image = elf(tree / VDSO / "vdso32.so.dbg")
+    table = image.get_section_by_name("__ftr_fixup")
+    text = image.get_section_by_name(".text")
+    data = table.data()
+    assert data and len(data) % 48 == 0, len(data)
+    for entry in range(0, len(data), 48):
+        mask, value, *offsets = (int.from_bytes(data[entry + 8 * i:][:8], "big", signed=i >= 2) for i in range(6))
+        assert mask == value == 1        # CPU_FTR_COHERENT_ICACHE: sync_dicache's short path
+        start, end, alt_start, alt_end = (table["sh_addr"] + entry + o for o in offsets)
+        assert text["sh_addr"] <= start < end <= text["sh_addr"] + text["sh_size"]
+        assert start % 4 == 0 and end % 4 == 0 and alt_start <= alt_end and alt_start % 4 == 0
