@@ -183,7 +183,8 @@ ppc64|ppc64le)
 		MUST_CONFIG="COMPAT=y VDSO32=y COMPAT_32BIT_TIME=y" MORE_SPECS=ppc32
 	else
 		# Debian's ppc64el glibc is built for POWER8: VSX in its memset.
-		# No COMPAT (Debian's ppc64el kernels have none): vdso64 only.
+		# No COMPAT (Kconfig's default for little-endian; Debian has no
+		# 32-bit little-endian powerpc port to run): vdso64 only.
 		TRIPLE=powerpc64le-linux-gnu LIBC_PKG=libc6-dev-ppc64el-cross TRIPLE32=
 		CONFIG="-d CPU_BIG_ENDIAN -e CPU_LITTLE_ENDIAN -e ALTIVEC -e VSX -d COMPAT"
 	fi
