@@ -20,7 +20,11 @@
 # (COMPAT, COMPAT_VDSO): the glue in vdso32 builds vdsogen's arm64-compat
 # image, and its guest runs vdso_test_abi, vdso_test_correctness and
 # vdso_test_gettimeofday as armhf programs, compat-checks.c (the image's
-# build-id) and scripts/e2e/arm-exports.c (every export).  Each check has 30 s
+# build-id) and scripts/e2e/arm-exports.c (every export).  ppc64's kernel
+# (big-endian, COMPAT) runs 32-bit programs, so the glue builds vdsogen's
+# vdso32 too: its guest runs the four selftests, scripts/e2e/ppc-exports.c
+# (every export, the two signal trampolines among them) and compat-checks.c's
+# build-id as 32-bit programs.  Each check has 30 s
 # (scripts/e2e/init.c): a broken image that hangs a check fails it.
 # vdso_test_chacha tests the kernel source's vgetrandom-chacha.S against a
 # C reference and never calls the booted vDSO, so it says nothing of
@@ -181,23 +185,30 @@ loongarch64)
 	;;
 ppc64|ppc64le)
 	# pseries under TCG: a POWER9 guest with the hypervisor's console, booted
-	# by SLOF through prom_init (PPC_OF_BOOT_TRAMPOLINE).  No
-	# COMPAT (its vdso32 stays the kernel's: the glue replaces vdso64).
+	# by SLOF through prom_init (PPC_OF_BOOT_TRAMPOLINE).
 	if [ "$FAMILY" = ppc64 ]; then
-		TRIPLE=powerpc64-linux-gnu LIBC_PKG=libc6-dev-ppc64-cross
-		CONFIG="-e CPU_BIG_ENDIAN -d CPU_LITTLE_ENDIAN"
+		# COMPAT: 32-bit programs, with the 32-bit time system calls the
+		# selftests compare the clocks with; the glue builds vdsogen's
+		# vdso32 too (docs/kernel/linux-6.12/ppc32.toml), the guest's
+		# 32-bit programs come from the ppc32 cross gcc and glibc.
+		TRIPLE=powerpc64-linux-gnu TRIPLE32=powerpc-linux-gnu
+		LIBC_PKG="libc6-dev-ppc64-cross libc6-dev-powerpc-cross"
+		CONFIG="-e CPU_BIG_ENDIAN -d CPU_LITTLE_ENDIAN -e COMPAT -e COMPAT_32BIT_TIME"
+		MUST_CONFIG="COMPAT=y VDSO32=y COMPAT_32BIT_TIME=y" MORE_SPECS=ppc32
 	else
 		# Debian's ppc64el glibc is built for POWER8: VSX in its memset.
-		TRIPLE=powerpc64le-linux-gnu LIBC_PKG=libc6-dev-ppc64el-cross
-		CONFIG="-d CPU_BIG_ENDIAN -e CPU_LITTLE_ENDIAN -e ALTIVEC -e VSX"
+		# No COMPAT (Kconfig's default for little-endian; Debian has no
+		# 32-bit little-endian powerpc port to run): vdso64 only.
+		TRIPLE=powerpc64le-linux-gnu LIBC_PKG=libc6-dev-ppc64el-cross TRIPLE32=
+		CONFIG="-d CPU_BIG_ENDIAN -e CPU_LITTLE_ENDIAN -e ALTIVEC -e VSX -d COMPAT"
 	fi
-	KARCH=powerpc CROSS=$TRIPLE- QEMU=qemu-system-ppc64 QEMU_PKG=qemu-system-ppc GCC_PKG=gcc-$TRIPLE
+	KARCH=powerpc CROSS=$TRIPLE- QEMU=qemu-system-ppc64 QEMU_PKG=qemu-system-ppc GCC_PKG="gcc-$TRIPLE${TRIPLE32:+ gcc-$TRIPLE32}"
 	KIMAGE=vmlinux
 	QEMU_ARGS="-M pseries -cpu power9 -smp 1 -m 512"
 	APPEND="console=hvc0"
-	CONFIG="-e PPC64 -e PPC_BOOK3S_64 $CONFIG -e PPC_PSERIES -e PPC_OF_BOOT_TRAMPOLINE -e HVC_CONSOLE -d COMPAT"
+	CONFIG="-e PPC64 -e PPC_BOOK3S_64 $CONFIG -e PPC_PSERIES -e PPC_OF_BOOT_TRAMPOLINE -e HVC_CONSOLE"
 	VDSO_DIR=arch/powerpc/kernel/vdso SPEC=$FAMILY IMAGE_DIR=vdsogen64 SELFTEST_GETRANDOM=1
-	# The data pages one page lower than the kernel maps them.
+	# The data pages one page lower than the kernel maps them (vdso32's too).
 	BREAK='/^pages = / { print "pages = " $3 + 1 "   # broken on purpose"; next } { print }'
 	;;
 *)
@@ -476,6 +487,35 @@ if [ "$KARCH" = powerpc ]; then
 	[ -n "$EXPORTS" ] || { echo "kernel-e2e: no exports in $OBJ/$VDSO_DIR/$IMAGE_DIR/vdso-offsets.h" >&2; exit 1; }
 	$CC -std=gnu99 -O2 -Wall -Wextra -Werror -DVDSOGEN_EXPORTS="$EXPORTS" "$ROOT/scripts/e2e/ppc-exports.c" -ldl \
 		-o "$T/t/vdsogen_exports"
+fi
+if [ "$FAMILY" = ppc64 ]; then
+	# The compat vdso32: the four selftests and ppc-exports.c (every export
+	# of vdsogen's vdso32, its two signal trampolines among them) as 32-bit
+	# programs, dynamically linked as the 64-bit ones (vdso_test_correctness
+	# and ppc-exports.c find the vDSO with dlopen, which a static program
+	# cannot: the selftest would skip its clocks and pass) against the ppc32
+	# glibc in /lib32 (DT_RPATH, searched before LD_LIBRARY_PATH's /lib of
+	# ppc64's), its loader at /lib/ld.so.1; and compat-checks.c's build-id,
+	# static.
+	H32=$OBJ/$VDSO_DIR/vdsogen32/vdso-offsets.h
+	id=$(readelf -n "$OBJ/$VDSO_DIR/vdsogen32/vdso.so" | awk '/Build ID/ { print $3 }')
+	[ -n "$id" ] || { echo "kernel-e2e: no $OBJ/$VDSO_DIR/vdsogen32/vdso.so (COMPAT?)" >&2; exit 1; }
+	say BUILT "ppc32 vDSO build-id $id"
+	link="-Wl,-rpath,/lib32 -Wl,--disable-new-dtags"
+	for t in vdso_test_abi vdso_test_gettimeofday vdso_test_getcpu; do
+		$TRIPLE32-gcc -std=gnu99 -O2 $link -I"$ST" "$ST/parse_vdso.c" "$ST/$t.c" -o "$T/t/ppc32-$t"
+	done
+	$TRIPLE32-gcc -std=gnu99 -O2 $link -I"$ST" "$ST/vdso_test_correctness.c" -ldl -o "$T/t/ppc32-vdso_test_correctness"
+	EXPORTS32=$(sed -n 's/^#define vdso32_offset_\(__kernel_[A-Za-z0-9_]*\)	.*\/\* \(entry point\|trampoline\) \*\/$/"\1",/p' "$H32" | tr -d '\n')
+	[ -n "$EXPORTS32" ] || { echo "kernel-e2e: no exports in $H32" >&2; exit 1; }
+	$TRIPLE32-gcc -std=gnu99 -O2 -Wall -Wextra -Werror $link -DVDSOGEN_EXPORTS="$EXPORTS32" \
+		"$ROOT/scripts/e2e/ppc-exports.c" -ldl -o "$T/t/ppc32-vdsogen_exports"
+	$TRIPLE32-gcc -static -std=gnu99 -O2 -Wall -Wextra -Werror -DVDSOGEN_BUILD_ID="\"$id\"" \
+		"$ROOT/scripts/e2e/compat-checks.c" -o "$T/t/ppc32-build-id"
+	interp=$(readelf -l "$T/t/ppc32-vdso_test_abi" | sed -n 's/.*interpreter: \(.*\)]/\1/p')
+	mkdir -p "$T$(dirname "$interp")" "$T/lib32"
+	cp -L "/usr/$TRIPLE32/lib/$(basename "$interp")" "$T$interp"
+	for lib in libc.so.6 libdl.so.2; do cp -L "/usr/$TRIPLE32/lib/$lib" "$T/lib32/$lib"; done
 fi
 # Their C library: the loader at the path the programs name, the libraries in /lib.
 INTERP=$(readelf -l "$T/t/vdso_test_abi" | sed -n 's/.*interpreter: \(.*\)]/\1/p')

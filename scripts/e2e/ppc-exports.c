@@ -1,14 +1,17 @@
 /*
  * powerpc's glibc program for scripts/kernel-e2e.sh: every export of the
- * 64-bit vDSO the kernel maps, used through glibc where glibc calls it and
- * found through glibc's dynamic linker (dlvsym on the vDSO's link map)
- * where it does not.  Built dynamically linked against the cross glibc;
+ * vDSO the kernel maps, used through glibc where glibc calls it and found
+ * through glibc's dynamic linker (dlvsym on the vDSO's link map) where it
+ * does not.  Built dynamically linked against the cross glibc: as a 64-bit
+ * program (vdso64), and on ppc64 also as a 32-bit one (the compat vdso32);
  * VDSOGEN_EXPORTS (given when this is compiled) lists the exports of
  * vdsogen's image, and each must have its check here:
  *
  *   __kernel_clock_gettime, __kernel_gettimeofday, __kernel_time:
  *     glibc's answer (and the export's, called directly) between two
  *     syscalls' answers;
+ *   __kernel_clock_gettime64 (32-bit): the export's answer, with 64-bit
+ *     seconds, between two clock_gettime64 syscalls' answers;
  *   __kernel_clock_getres: glibc's answer is the syscall's;
  *   __kernel_getcpu: sched_getcpu() is the getcpu syscall's CPU;
  *   __kernel_get_tbfreq: __ppc_get_timebase_freq() is the export's and
@@ -19,6 +22,10 @@
  *     the export made them visible;
  *   __kernel_sigtramp_rt64: a signal handler returns to it (the kernel
  *     starts handlers at its bctrl: vdso64_offset_sigtramp_rt64);
+ *   __kernel_sigtramp32, __kernel_sigtramp_rt32 (32-bit): a handler
+ *     installed without SA_SIGINFO returns to the first (the kernel's
+ *     vdso32_offset_sigtramp32), one with SA_SIGINFO to the second
+ *     (sigtramp_rt32), and each trampoline returns from the handler;
  *   __kernel_getrandom (called directly: the cross glibc, 2.36, predates
  *     glibc's use of it): the state query gives a state size and v6.12's
  *     mmap protection and flags; a state mapped as they say gives the
@@ -43,15 +50,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef __powerpc64__
 #define VDSO_SONAME "linux-vdso64.so.1"
+#else
+#define VDSO_SONAME "linux-vdso32.so.1"
+#endif
 #define VDSO_VERSION "LINUX_2.6.15"
 
 /*
- * The exports are code labels.  ELFv2 calls a code address; ELFv1 calls
- * through a function descriptor, which the caller makes (as glibc does for
- * the vDSO): the entry, and no TOC (the vDSO's code uses none).
+ * The exports are code labels.  ELFv2 and 32-bit code call a code address;
+ * ELFv1 calls through a function descriptor, which the caller makes (as
+ * glibc does for the vDSO): the entry, and no TOC (the vDSO's code uses
+ * none).
  */
-#if defined(_CALL_ELF) && _CALL_ELF == 2
+#if !defined(__powerpc64__) || (defined(_CALL_ELF) && _CALL_ELF == 2)
 static void *callable(void *code)
 {
 	return code;
@@ -97,6 +109,33 @@ static const char *check_clock_gettime(void *code)
 	}
 	return NULL;
 }
+
+#ifndef __powerpc64__
+/* struct __kernel_timespec: 64-bit seconds for a 32-bit task too. */
+struct timespec64 {
+	long long tv_sec, tv_nsec;
+};
+
+static const char *check_clock_gettime64(void *code)
+{
+	static const clockid_t clocks[] = { CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW,
+					    CLOCK_BOOTTIME, CLOCK_TAI };
+	int (*vdso)(clockid_t, struct timespec64 *) = callable(code);
+	struct timespec64 a, v, b;
+	unsigned i;
+
+	for (i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++) {
+		syscall(SYS_clock_gettime64, clocks[i], &a);
+		if (vdso(clocks[i], &v))
+			return "an error";
+		syscall(SYS_clock_gettime64, clocks[i], &b);
+		if (a.tv_sec * 1000000000LL + a.tv_nsec > v.tv_sec * 1000000000LL + v.tv_nsec ||
+		    v.tv_sec * 1000000000LL + v.tv_nsec > b.tv_sec * 1000000000LL + b.tv_nsec)
+			return "a time outside the syscalls' around it";
+	}
+	return NULL;
+}
+#endif
 
 static const char *check_gettimeofday(void *code)
 {
@@ -217,6 +256,54 @@ static const char *check_sigtramp_rt64(void *code)
 	return handler_return == code ? NULL : "the handler did not return to it";
 }
 
+#ifndef __powerpc64__
+static volatile int handled;
+
+static void plain_handler(int sig)
+{
+	(void)sig;
+	handled = 1;
+	handler_return = __builtin_return_address(0);
+}
+
+static void rt_handler(int sig, siginfo_t *info, void *uc)
+{
+	(void)sig, (void)info, (void)uc;
+	handled = 1;
+	handler_return = __builtin_return_address(0);
+}
+
+/* A handler without SA_SIGINFO (rt 0) or with it returns to `code`, which returns from it. */
+static const char *check_sigtramp32(void *code, int rt)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	if (rt)
+		sa.sa_sigaction = rt_handler;
+	else
+		sa.sa_handler = plain_handler;
+	sa.sa_flags = rt ? SA_SIGINFO : 0;
+	handled = 0;
+	handler_return = NULL;
+	if (sigaction(SIGUSR2, &sa, NULL) || raise(SIGUSR2))
+		return "no signal";
+	if (!handled)
+		return "the handler did not run";
+	return handler_return == code ? NULL : "the handler did not return to it";
+}
+
+static const char *check_sigtramp(void *code)
+{
+	return check_sigtramp32(code, 0);
+}
+
+static const char *check_sigtramp_rt(void *code)
+{
+	return check_sigtramp32(code, 1);
+}
+#endif
+
 /* struct vgetrandom_opaque_params of v6.12's uapi linux/random.h (not in the cross headers). */
 struct opaque_params {
 	uint32_t size_of_opaque_state, mmap_prot, mmap_flags, reserved[13];
@@ -275,6 +362,11 @@ static const struct {
 	{ "__kernel_get_syscall_map", check_get_syscall_map },
 	{ "__kernel_sync_dicache", check_sync_dicache },
 	{ "__kernel_sigtramp_rt64", check_sigtramp_rt64 },
+#ifndef __powerpc64__
+	{ "__kernel_clock_gettime64", check_clock_gettime64 },
+	{ "__kernel_sigtramp32", check_sigtramp },
+	{ "__kernel_sigtramp_rt32", check_sigtramp_rt },
+#endif
 	{ "__kernel_getrandom", check_getrandom },
 };
 
