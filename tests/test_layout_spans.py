@@ -8,7 +8,11 @@ covered; a span that stretches over one fails here.
 riscv's hwprobe answers are counted per version (RISCV_HWPROBE_MAX_KEY + 1):
 each count is checked against the harness on vdsogen's riscv64 image built
 for the layout, and an image that answers one key more than its kernel's
-page holds fails it.  No download: the images are vdsogen's own.
+page holds fails it.  powerpc's pages of v6.13-v6.14 (the arch page without
+v6.12's systemcfg header, before v6.15's generic data store) are checked the
+same way: Linux's offsets, vdsogen's images built for them passing, and an
+image built for v6.12's failing on them.  No download: the images are
+vdsogen's own.
 """
 
 import io
@@ -16,6 +20,7 @@ import io
 import pytest
 
 from conftest import build_broken
+from test_layouts_versions import noted
 from vdsogen.build.toolchain import Builder
 from vdsogen.harness import layouts
 from vdsogen.harness.driver import run_tests_full
@@ -33,12 +38,9 @@ def _span(first, last, why):
     return {v: why for v in VERSIONS if first <= v <= last}
 
 
-PPC_MID = _span((6, 13), (6, 14), "the pages between v6.12's and the generic data store of v6.15 "
-                                  "not established")
 SPARC_OWN = _span((6, 1), (7, 0), "sparc's own vvar page before the generic vDSO, not laid out")
 # Versions no layout covers, and why; every other version of VERSIONS must be covered.
 UNCOVERED = {
-    "ppc64le": PPC_MID, "ppc64": PPC_MID, "ppc32": PPC_MID,
     # Before v7.1 sparc had a vDSO of its own, not the generic library's pages.
     "sparc64": SPARC_OWN, "sparc32-compat": SPARC_OWN,
 }
@@ -80,10 +82,14 @@ def test_the_spec_plays_its_versions_layout(name):
 
 # -- powerpc's syscall maps: NR_syscalls per version ------------------------------------------------
 #
-# 470 listns came with v6.19 (the namespace pull for v6.19-rc1), 471 rseq_slice_yield with v7.0
-# (v7.2's tables end there, NR_syscalls 472).
+# 463-466 (setxattrat, getxattrat, listxattrat, removexattrat) came with v6.13, none with v6.14,
+# 467 open_tree_attr with v6.15; 470 listns came with v6.19 (the namespace pull for v6.19-rc1), 471
+# rseq_slice_yield with v7.0 (v7.2's tables end there, NR_syscalls 472).
 
 @pytest.mark.parametrize("abi, version, bits", [
+    ("ppc64le", (6, 12), 463), ("ppc64le", (6, 13), 467), ("ppc64le", (6, 14), 467), ("ppc64le", (6, 15), 468),
+    ("ppc64", (6, 13), 467), ("ppc32", (6, 12), 463), ("ppc32", (6, 13), 467), ("ppc32", (6, 14), 467),
+    ("ppc32", (6, 15), 468),
     ("ppc64le", (6, 18), 470), ("ppc64le", (6, 19), 471), ("ppc64le", (7, 0), 472), ("ppc64le", (7, 1), 472),
     ("ppc64le", (7, 2), 472), ("ppc32", (6, 19), 471), ("ppc32", (7, 1), 472), ("ppc64", (6, 19), 471),
 ])
@@ -91,6 +97,70 @@ def test_powerpcs_syscall_map_bits(abi, version, bits):
     _, names = fits(abi, version)
     assert len(names) == 1, names
     assert load_layout(names[0]).struct("vdso_arch_data").field("syscall_map").bits == bits
+
+
+# -- powerpc's pages of v6.13 and v6.14 --------------------------------------------------------------
+#
+# Linux's offsets, worked out by hand from the tip timers/vdso pull for v6.13-rc1 ("powerpc: Split
+# systemcfg data out of vdso data page" takes the systemcfg header out of powerpc64's struct
+# vdso_arch_data, the rest as v6.12) and from the pre-image of v6.15's "powerpc/vdso: Switch to
+# generic storage implementation" (the same struct, vvar_fault's three pages).
+
+# layout: {vdso_arch_data member: offset}, generation's offset in the first page
+PPC_MID = {
+    "linux-6.13-powerpc64": ({"tb_ticks_per_sec": 0, "dcache_block_size": 8, "icache_log_block_size": 20,
+                              "syscall_map": 24, "compat_syscall_map": 84}, 0x90),
+    "linux-6.13-powerpc32": ({"tb_ticks_per_sec": 0, "syscall_map": 8}, 0x48),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PPC_MID))
+def test_powerpcs_mid_pages_are_linuxs(name):
+    offsets, generation = PPC_MID[name]
+    layout = load_layout(name)
+    for path, offset in offsets.items():
+        assert layout.field_offset("vdso_arch_data", path) == offset, path
+    assert {p.role: p.index for p in layout.pages} == {"arch": 0, "rng": 0, "time": 1, "timens": 2}
+    assert layout.page("arch").symbol == "_vdso_datapage" and layout.page_count == 3
+    assert layout.field_offset(layout.page("rng").struct, "generation") == generation
+
+
+@pytest.mark.parametrize("name, layout", [
+    ("ppc64le", "linux-6.13-powerpc64"), ("ppc64", "linux-6.13-powerpc64"), ("ppc32", "linux-6.13-powerpc32"),
+])
+def test_vdsogens_powerpc_images_pass_on_the_mid_layouts(name, layout, tmp_path):
+    status, outcome, text = run(load_target(name), layout, tmp_path)
+    assert status == 0, text
+    assert f"# layout: {layout} (Linux 6.13-6.14)" in text, text
+    assert {"get_tbfreq", "get_syscall_map", "getrandom.fallback"} <= set(outcome.passed), text
+
+
+@pytest.mark.parametrize("name, version", [("ppc64le", (6, 13, 7)), ("ppc32", (6, 14, 11))])
+def test_a_mid_kernels_image_plays_its_layout(name, version, tmp_path):
+    """`vdsogen test --image` on an image whose version note says 6.13 or 6.14 picks the layout (it
+    was refused, no layout covering it) and the image built for it passes."""
+    layout = {"ppc64le": "linux-6.13-powerpc64", "ppc32": "linux-6.13-powerpc32"}[name]
+    built = build_broken(layouts.with_layout(load_target(name), load_layout(layout)), tmp_path / "img", {})
+    image = noted(built, tmp_path / "noted.so", version)
+    status, outcome, text = run(load_target(name), None, tmp_path / "r", image)
+    assert status == 0, text
+    assert f"# layout: {layout} (Linux 6.13-6.14), the image's version note says Linux %d.%d.%d" % version in text
+
+
+@pytest.mark.parametrize("name, neighbour, layout, checks", [
+    # v6.12's arch page still had the systemcfg header: an image for it reads the timebase rate
+    # 0x38 in, where v6.13's page holds syscall-map words, hands out the map at 0x80, inside
+    # v6.13's compat map, and looks for getrandom's state at +0xf8, past the page's data.
+    ("ppc64le", "linux-6.12-powerpc64", "linux-6.13-powerpc64", {"get_tbfreq", "get_syscall_map",
+                                                                 "getrandom.fallback"}),
+    # ppc32's page is v6.12's but for NR_syscalls, which __kernel_get_syscall_map reports.
+    ("ppc32", "linux-6.12-powerpc32", "linux-6.13-powerpc32", {"get_syscall_map"}),
+])
+def test_an_image_for_the_neighbouring_layout_fails(name, neighbour, layout, checks, tmp_path):
+    target = layouts.with_layout(load_target(name), load_layout(neighbour))
+    image = build_broken(target, tmp_path / "img", {})
+    status, outcome, text = run(load_target(name), layout, tmp_path / "r", image)
+    assert status == 1 and checks <= set(outcome.failed), text
 
 
 # -- riscv's hwprobe answers: RISCV_HWPROBE_MAX_KEY + 1 per version --------------------------------
