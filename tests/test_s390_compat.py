@@ -19,6 +19,7 @@ import subprocess
 import pytest
 
 from conftest import ROOT, vdsogen
+from vdsogen.harness import corpus
 from vdsogen.elf.reader import ElfImage
 from vdsogen.spec.model import load_target
 
@@ -134,3 +135,13 @@ def test_the_booted_harness_is_31_bit_and_init_64_bit(tmp_path):
     assert b"linux-vdso32.so.1\0" in (rootfs / "vdso.so").read_bytes()
     qemu = [line for line in r.stdout.splitlines() if line.startswith("qemu-system-s390x ")]
     assert len(qemu) == 1, r.stdout
+
+
+def test_the_corpus_lists_linuxs_31_bit_images_for_the_booted_harness(tmp_path):
+    """Debian's carved s390.so (bookworm 6.1, trixie 6.12) runs through s390-compat's target, booted:
+    the corpus row says where, and runs nothing here."""
+    entry = {"path": "trixie/s390x/s390.so", "abi": "s390", "linux": "6.12.113"}
+    row = corpus.run_one(tmp_path, entry, tmp_path / "work", 10)
+    assert (row.passed, row.failed) == (None, None) and not row.ok
+    assert row.note == "qemu-user runs no s390 code: scripts/kernel-harness.sh s390-compat"
+    assert corpus.target_of("s390").name == NAME and corpus.target_of("s390x").name == "s390x"
