@@ -144,7 +144,7 @@ int map_image(const char *path)
 /* ------------------------------------------------------------------ */
 /* Resolving the exports                                               */
 
-void *h_fn[H_NIMPL];
+void *h_fn[H_NIMPL + 1];
 static uintptr_t h_addr[sizeof(h_symbols) / sizeof(h_symbols[0])];
 
 /*

@@ -3,7 +3,8 @@
 # into the cache: one line per image (the layout played, checks passed and
 # failed, the failed checks), then the counts; --format=rst prints the
 # table docs/measurements.rst holds.  Images of an ABI whose counter
-# qemu-user cannot read (arm, arm64-compat, MIPS) are listed, not run:
+# qemu-user cannot read (arm, arm64-compat, MIPS), or of an ABI qemu-user
+# runs no code of (s390: 31-bit), are listed, not run:
 # scripts/kernel-harness.sh boots a kernel for them.  Minutes: by hand,
 # like scripts/audit-corpus.sh.
 #

@@ -12,6 +12,13 @@
 #   s390x    no NUMA (the node is always 0); the kernel sets each CPU's TOD
 #            programmable field (the last two bytes stcke stores) to its
 #            number
+#   s390-compat  the same s390x kernel (Debian's has COMPAT) running the
+#            31-bit harness (freestanding, gcc -m31) as a compat task, on the
+#            31-bit compat vDSO (arch/s390/kernel/vdso32, to Linux 6.12): its
+#            trampolines as the kernel uses them, the signal frames 31-bit.
+#            qemu-user runs no 31-bit s390, so this is the only place the
+#            harness runs (`vdsogen test` builds it and says "not run"); no
+#            getcpu.  /init stays 64-bit (no 31-bit C library)
 #   arm64    no NUMA; arm64 has no vDSO getcpu, so there is no getcpu check:
 #            what this shows is the image's counter read (mrs cntvct_el0)
 #            on a real kernel's data page
@@ -35,7 +42,7 @@
 #            (its n32 and n64 code multiply with Loongson's dmultu.g, which
 #            malta's CPU does not have)
 #
-#   sh scripts/kernel-harness.sh [--image=FILE] [--suite=SUITE] [--machine=loongson3-virt] [--dry-run] [ppc64le|s390x|arm64|arm64-compat|arm|mips-n64|mips-o32|mips-n32]
+#   sh scripts/kernel-harness.sh [--image=FILE] [--suite=SUITE] [--machine=loongson3-virt] [--dry-run] [ppc64le|s390x|s390-compat|arm64|arm64-compat|arm|mips-n64|mips-o32|mips-n32]
 #
 # --suite=SUITE  boots the kernel of Debian SUITE: bookworm (the default),
 #            trixie or sid (where it has one for the ABI: no MIPS after
@@ -80,7 +87,7 @@
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-USAGE="usage: $0 [--image=FILE] [--suite=bookworm|trixie|sid] [--machine=loongson3-virt] [--dry-run] [ppc64le|s390x|arm64|arm64-compat|arm|mips-n64|mips-o32|mips-n32]"
+USAGE="usage: $0 [--image=FILE] [--suite=bookworm|trixie|sid] [--machine=loongson3-virt] [--dry-run] [ppc64le|s390x|s390-compat|arm64|arm64-compat|arm|mips-n64|mips-o32|mips-n32]"
 ABI=""
 IMAGE_ARG=""
 SUITE=bookworm
@@ -140,11 +147,15 @@ ppc64le)
 			"-numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1,memdev=m1"
 	}
 	;;
-s390x)
+s390x|s390-compat)
 	DEBARCH=s390x
 	FLAVOUR=s390x
 	KIMAGE='./boot/vmlinuz-*'	# the compressed image qemu's -kernel loads
-	CC=s390x-linux-gnu-gcc
+	CC=s390x-linux-gnu-gcc	# /init: 64-bit, static; s390-compat's /harness is 31-bit, built by vdsogen
+	if [ "$ABI" = s390-compat ]; then
+		KABI=s390x
+		GETCPU=0	# the 31-bit vDSO has no getcpu (nor any time function)
+	fi
 	QEMU=qemu-system-s390x
 	QEMU_PKG=qemu-system-misc
 	CONSOLE=ttysclp0	# the SCLP VT220 console qemu puts on -serial
@@ -267,6 +278,9 @@ if [ -z "$IMAGE_ARG" ]; then
 	say TEST "vdsogen test --arch=$ABI --workdir $W (qemu-user)"
 	if nice -n 10 "$VDSOGEN" test --arch="$ABI" --workdir "$W" >"$RUN/vdsogen-test.log" 2>&1; then
 		say TEST "under qemu-user: $(grep -E '^[0-9]+ passed, [0-9]+ failed' "$RUN/vdsogen-test.log" | tail -n 1)"
+	elif grep -q '^not run harness: ' "$RUN/vdsogen-test.log"; then
+		# A booted-only target (s390-compat): the image and the harness are built, not run.
+		say TEST "$(sed -n 's/^not run harness: \([^:]*\):.*/not run: \1/p' "$RUN/vdsogen-test.log")"
 	else
 		say TEST "under qemu-user: failed (see $RUN/vdsogen-test.log); booting anyway"
 	fi
@@ -503,7 +517,7 @@ echo "$summary" | grep -q ' 0 failed' || fail "the harness says: $summary"
 grep -a -q -E "init: $CPU1( |\$)" "$CLEAN" ||
 	fail "init did not print '$CPU1': the getcpu comparison proves nothing"
 if [ -n "$IMAGE_ARG" ]; then
-	echo "kernel-harness: PASS ($IMAGE_ARG as $ABI on $KREL, layout ${LAYOUT_LINE%%[ ,]*}: $summary)"
+	echo "kernel-harness: PASS ($IMAGE_ARG as $ABI on $KREL${LAYOUT_LINE:+, layout ${LAYOUT_LINE%%[ ,]*}}: $summary)"
 else
 	echo "kernel-harness: PASS ($ABI on $KREL: $summary)"
 fi

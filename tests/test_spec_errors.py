@@ -126,9 +126,18 @@ def test_a_syscall_the_catalogue_does_not_number(catalogue_copy):
     assert e.value.key == "trampoline[0].name" and "makes syscall rt_sigreturn" in e.value.message
 
 
-def test_an_abi_without_syscalls_builds_nothing():
-    """s390 (31-bit) is in the catalogue for audit only."""
+def test_an_abi_without_syscalls_builds_nothing(catalogue_copy):
+    """An ABI in the catalogue for audit only (no [ABI.syscalls]) has no target: s390 (31-bit) was one
+    until s390-compat."""
+    text = catalogue_copy.read_text()
+    start = text.index("[s390.syscalls]")
+    catalogue_copy.write_text(text[:start] + text[text.index("[sparc64]", start):])
+    abi.catalogue.cache_clear()
     assert abi.get("s390").syscalls is None
+    with pytest.raises(SpecError) as e:
+        load_target("s390-compat")
+    assert e.value.key == "abi" and "has no [s390.syscalls]: vdsogen cannot build a vDSO of the s390 ABI yet" \
+        in e.value.message
 
 
 def test_a_trampoline_names_its_syscall_in_the_catalogue(catalogue_copy):

@@ -138,7 +138,11 @@ long sysconf(int name)
 
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-#ifdef SYS_mmap2
+#if defined(SYS_mmap2) && defined(FS_MMAP_ARGS_IN_MEMORY)
+	/* s390's 31-bit mmap2 takes one pointer, to its six arguments. */
+	long a[6] = { (long)addr, (long)len, prot, flags, fd, off / 4096 };
+	long r = fs_sys1(SYS_mmap2, a);
+#elif defined(SYS_mmap2)
 	long r = fs_syscall6(SYS_mmap2, (long)addr, (long)len, prot, flags, fd, off / 4096);	/* in 4 KiB units */
 #else
 	long r = fs_syscall6(SYS_mmap, (long)addr, (long)len, prot, flags, fd, off);
@@ -165,7 +169,11 @@ int madvise(void *addr, size_t len, int advice)
 /* fork is clone with only the exit signal: the child returns here with a copy of this stack. */
 pid_t fork(void)
 {
+#ifdef FS_CLONE_STACK_FIRST
+	return (pid_t)fs_ret(fs_syscall6(SYS_clone, 0, 17 /* SIGCHLD */, 0, 0, 0, 0));
+#else
 	return (pid_t)fs_ret(fs_syscall6(SYS_clone, 17 /* SIGCHLD */, 0, 0, 0, 0, 0));
+#endif
 }
 
 int pipe(int fds[2])

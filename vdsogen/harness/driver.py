@@ -651,6 +651,8 @@ def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=Non
         target = choice.target
         print(choice.line, file=stream, flush=True)
     aux_clocks = _aux_clocks(target, aux_clocks, built=image is None)
+    if target.harness.booted:
+        return _booted_only(target, image, workdir, builder, stream)
     runner(target)   # a missing qemu is found before anything builds
     with contextlib.ExitStack() as stack:
         if workdir is None:
@@ -660,6 +662,37 @@ def run_tests_full(target, image=None, workdir=None, *, builder=None, stream=Non
         rc, outcome = _run_in(target, image, Path(workdir), builder, stream, timeout, bench, aux_clocks, soak)
         outcome.layout = choice.line if choice is not None else None
         return rc, outcome
+
+
+def booted_only_reason(target) -> str:
+    """Why `vdsogen test` does not run the harness of a booted-only target
+    ([harness] booted), and where it runs."""
+    return (f"qemu-user runs no code of the {target.abi.name} ABI: the harness built here runs on a booted "
+            f"kernel, scripts/kernel-harness.sh {target.name}")
+
+
+def _booted_only(target, image, workdir, builder, stream):
+    """A booted-only target ([harness] booted): the image is built (and
+    validated) when none is given and the harness is built into workdir
+    (WORKDIR/harness/harness, which scripts/kernel-harness.sh boots with),
+    but nothing runs here: one "not run harness" line and a summary of 0
+    passed, 0 failed, 1 not run; status 1, since nothing was tested."""
+    with contextlib.ExitStack() as stack:
+        if workdir is None:
+            workdir = stack.enter_context(scratch_dir(f"test-{target.name}"))
+        workdir = Path(workdir)
+        try:
+            workdir.mkdir(parents=True, exist_ok=True)
+            if image is None:
+                _build_image(target, workdir / "image", builder)
+            build_harness(target, workdir, builder)
+        except OSError as e:
+            raise HarnessError(f"{e.filename or 'harness'}: {e.strerror}") from None
+    outcome = Outcome()
+    for line in (f"not run harness: {booted_only_reason(target)}", "0 passed, 0 failed, 1 not run"):
+        print(line, file=stream, flush=True)
+        outcome.feed(line)
+    return 1, outcome
 
 
 def _run_in(target, image, workdir, builder, stream, timeout, bench, aux_clocks, soak):
@@ -680,4 +713,4 @@ def _run_in(target, image, workdir, builder, stream, timeout, bench, aux_clocks,
 __all__ = ["build_harness", "run_harness", "run_tests", "run_tests_full", "harness_sources", "arch_checks",
            "AUX_CLOCKS",
            "function_wiring",
-           "Outcome", "compiler", "runner", "qemu_options"]
+           "Outcome", "compiler", "runner", "qemu_options", "booted_only_reason"]

@@ -202,6 +202,10 @@ class Harness:
     # map the text with PROT_BTI, as an arm64 kernel built with BTI maps its
     # vDSO (guarded pages: an indirect branch must land on a `bti`)
     bti: bool = False
+    # no qemu-user runs the ABI (s390's 31-bit compat): the harness runs only
+    # on a booted kernel (scripts/kernel-harness.sh NAME), and `vdsogen test`
+    # builds it and reports it not run
+    booted: bool = False
 
 
 @dataclass(frozen=True)
@@ -618,9 +622,10 @@ class _Parser:
         tables = []
         errors = len(self.problems.errors)
         with self.problems.section():
-            tables = self.top.tables("export")
-            if not tables:
-                self.top.error("export", "at least one export is needed")
+            tables = self.top.tables("export", []) if self.top.has("trampoline") else self.top.tables("export")
+            # s390's 31-bit compat vDSO (Linux 5.11 to 6.12) has only its trampolines
+            if not tables and not self.top.has("trampoline"):
+                self.top.error("export", "at least one export (or [[trampoline]]) is needed")
         for xt in tables:
             with self.problems.section():
                 xname = xt.ident("name")
@@ -832,7 +837,9 @@ class _Parser:
                 self.need_fragment(ht, f"checks[{i}]", f"harness-check-{check}.c.j2")
             harness = Harness(ht.bool("trap_syscalls", False), ht.str("libc", "system", choices=HARNESS_LIBCS),
                               ht.bool("injected_counter", False), ht.str("clang_target", None), checks,
-                              ht.bool("bti", False))
+                              ht.bool("bti", False), ht.bool("booted", False))
+            if harness.booted and self.toolchain is not None and self.toolchain.qemu:
+                ht.error("booted", "a harness qemu-user runs ([toolchain] qemu) is not booted-only")
             if harness.bti and self.abi.machine != EM_AARCH64:
                 ht.error("bti", "PROT_BTI (guarded pages) is arm64's: this ABI's code cannot be mapped with it")
             if harness.clang_target and harness.libc != "freestanding":
