@@ -429,8 +429,25 @@ if [ "$refresh" -eq 1 ]; then
 		debs=$CACHE/debs
 		rm -rf "$debs"
 		mkdir -p "$debs"
-		(cd "$debs" && apt_get -qq download "$pkg=$ver" >"$RUN/download.log" 2>&1) ||
-			{ have_kernel || die "could not download $pkg $ver (see $RUN/download.log)"; }
+		(cd "$debs" && apt_get -qq download "$pkg=$ver" >"$RUN/download.log" 2>&1) || if [ -z "$bin" ]; then
+			# A mirror may drop the pool file its index still names (trixie's
+			# s390x 6.12.117 and .118): the flavour's other builds, in the
+			# suite or its security suite, newest first.
+			apt_cache pkgnames linux-image- 2>/dev/null | grep -x "linux-image-[0-9][^ ]*-$FLAVOUR" |
+				while read -r p; do
+					v=$(apt_cache policy "$p" 2>/dev/null | sed -n 's/^ *Candidate: //p')
+					[ -z "$v" ] || [ "$v" = "(none)" ] || [ "$p" = "$pkg" ] || echo "$v $p"
+				done | sort -rV >"$RUN/other-kernels"
+			while read -r v p; do
+				say GET "$p $v ($DEBARCH), as $pkg $ver failed"
+				if (cd "$debs" && apt_get -qq download "$p=$v" >>"$RUN/download.log" 2>&1); then
+					pkg=$p ver=$v
+					break
+				fi
+			done <"$RUN/other-kernels"
+		fi
+		[ -n "$(ls "$debs"/*.deb 2>/dev/null)" ] || have_kernel ||
+			die "could not download $pkg $ver nor an earlier build (see $RUN/download.log)"
 		deb=""
 		for f in "$debs"/*.deb; do [ -f "$f" ] && deb=$f && break; done
 		if [ -n "$deb" ]; then
