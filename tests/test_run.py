@@ -639,7 +639,9 @@ def test_injected_counter_advances(run_image, tmp_path):
     assert proc.returncode == 0, proc.stderr
     elapsed, steps, biggest = map(int, proc.stdout.split())
     assert 200_000_000 <= elapsed < wall
-    assert steps > 200 and biggest < 20_000_000, proc.stdout
+    # Steps of microseconds: hundreds of them.  One step may be long where the thread moving the
+    # counter waited for a CPU (45 ms seen at load 6): under half the window.
+    assert steps > 200 and biggest < 100_000_000, proc.stdout
 
 
 def test_injected_counter_target_refuses_the_real_build(built):
