@@ -26,14 +26,9 @@ from vdsogen.elf.reader import ElfImage
 
 VDSO = "arch/x86/entry/vdso"
 
-KBUILD = r"""
-srctree := $(CURDIR)
-objtree := $(CURDIR)
-obj := arch/x86/entry/vdso
-src := $(srctree)/$(obj)
-all:
-include $(objtree)/.config	# Kbuild's include/config/auto.conf
-
+# What every miniature shares: CC, LD and OBJCOPY chosen and exported as
+# Kbuild's top Makefile chooses them, and its quiet, silent and V=1 echoing.
+TOOLCHAIN_AND_QUIET = r"""
 # The toolchain, as Kbuild's top Makefile chooses and exports it.
 ifneq ($(LLVM),)
 ifneq ($(filter %/,$(LLVM)),)
@@ -60,7 +55,17 @@ else
 quiet := quiet_
 endif
 cmd = @$(if $($(quiet)cmd_$(1)),echo '  $($(quiet)cmd_$(1))';) $(cmd_$(1))
+"""
 
+KBUILD = r"""
+srctree := $(CURDIR)
+objtree := $(CURDIR)
+obj := arch/x86/entry/vdso
+src := $(srctree)/$(obj)
+all:
+include $(objtree)/.config	# Kbuild's include/config/auto.conf
+
+""" + TOOLCHAIN_AND_QUIET + r"""
 quiet_cmd_cc_o_c = CC      $@
       cmd_cc_o_c = $(CC) -c -O2 -fno-pic -Wall -Werror -I$(srctree)/include -I$(obj) -o $@ $<
 

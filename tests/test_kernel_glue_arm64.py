@@ -25,6 +25,7 @@ import sys
 import pytest
 
 from conftest import ROOT
+from test_kbuild import TOOLCHAIN_AND_QUIET
 from vdsogen.elf.reader import ElfImage
 
 VDSO = "arch/arm64/kernel/vdso32"
@@ -37,27 +38,7 @@ src := $(srctree)/$(obj)
 all: $(obj)/vdso.so
 include $(objtree)/.config
 
-# The toolchain, as Kbuild's top Makefile chooses and exports it.
-ifneq ($(LLVM),)
-CC	= clang
-LD	= ld.lld
-OBJCOPY	= llvm-objcopy
-else
-CC	= $(CROSS_COMPILE)gcc
-LD	= $(CROSS_COMPILE)ld
-OBJCOPY	= $(CROSS_COMPILE)objcopy
-endif
-export CC LD OBJCOPY CROSS_COMPILE
-
-ifneq ($(findstring s,$(firstword -$(MAKEFLAGS))),)
-quiet := silent_
-else ifeq ($(V),1)
-quiet :=
-else
-quiet := quiet_
-endif
-cmd = @$(if $($(quiet)cmd_$(1)),echo '  $($(quiet)cmd_$(1))';) $(cmd_$(1))
-
+""" + TOOLCHAIN_AND_QUIET + r"""
 # arch/arm64/kernel/vdso32/Makefile: this directory's compiler and linker.
 ifeq ($(CONFIG_CC_IS_CLANG), y)
 CC_COMPAT ?= $(CC)

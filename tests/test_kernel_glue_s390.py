@@ -22,6 +22,7 @@ import sys
 import pytest
 
 from conftest import ROOT
+from test_kbuild import TOOLCHAIN_AND_QUIET
 from vdsogen.elf.reader import ElfImage
 from vdsogen.harness.layouts import with_layout
 from vdsogen.spec.model import load_target
@@ -36,20 +37,7 @@ src := $(srctree)/$(obj)
 all: $(obj)/vdso64.so include/generated/vdso64-offsets.h
 include $(objtree)/.config
 
-CC	= $(CROSS_COMPILE)gcc
-LD	= $(CROSS_COMPILE)ld
-OBJCOPY	= $(CROSS_COMPILE)objcopy
-export CC LD OBJCOPY CROSS_COMPILE
-
-ifneq ($(findstring s,$(firstword -$(MAKEFLAGS))),)
-quiet := silent_
-else ifeq ($(V),1)
-quiet :=
-else
-quiet := quiet_
-endif
-cmd = @$(if $($(quiet)cmd_$(1)),echo '  $($(quiet)cmd_$(1))';) $(cmd_$(1))
-
+""" + TOOLCHAIN_AND_QUIET + r"""
 $(obj)/vdso64.so.dbg: $(obj)/vdso64_generic.o
 	$(call cmd,vdso_and_check)
 $(obj)/vdso64_generic.o:
